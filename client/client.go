@@ -1,0 +1,170 @@
+// Package client is the contract every client implements, built-ins
+// included, and the session loop MST runs around it.
+//
+// A client is a product a person would name (api, claude-code, codex-cli, …).
+// Its Definition says what it is, what it needs and which options it takes,
+// and provides Open (a long-lived Session), Run (one trial at a time), or
+// both. MST wraps a run-only client in a one-shot session.
+//
+// Lifecycle: MST validates the variant's options against Definition.Options
+// when the eval loads; Open is called once per distinct fixed setting
+// (client, model, servers, options) before that setting's first trial; then
+// Session.Run once per trial, in any order, each answered with a Next; Reset
+// when a trial asked for it; Close once at the end, also after a failed Open
+// or a failed trial.
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"github.com/mst-eval/mst/servers"
+	"github.com/mst-eval/mst/transcript"
+)
+
+// Definition describes a client and how to start it.
+type Definition struct {
+	// Name is the client's name in eval configs ("api").
+	Name string
+	// Description says in one line what the client is.
+	Description string
+	// Requirements list what the client needs from the machine that runs it.
+	Requirements Requirements
+	// Options is the JSON Schema of the client's clientOptions. It must be
+	// an object schema with additionalProperties false; defaults are given
+	// with "default" (literal) or "x-defaultDescription" (dynamic).
+	Options json.RawMessage
+	// Concurrent is true when one Session may run several trials at once.
+	Concurrent bool
+
+	// Open starts a session. Either Open or Run must be set.
+	Open func(ctx context.Context, p OpenParams) (Session, error)
+	// Run runs a single trial with no session state.
+	Run func(ctx context.Context, p OpenParams, t Trial) (Result, error)
+}
+
+// Requirements say what a client needs.
+type Requirements struct {
+	// OS lists the operating systems (GOOS values) the client runs on.
+	OS []string
+	// Credentials names the environment variables the client reads for
+	// keys, in words where it depends on the model ("ANTHROPIC_API_KEY for anthropic/ models").
+	Credentials []string
+	// Setup is the command that installs the client, if it needs one.
+	Setup string
+}
+
+// OpenParams is everything a session is fixed to.
+type OpenParams struct {
+	// Variant names the variant this session serves.
+	Variant string
+	// Model is the model reference as the config gives it ("offline",
+	// "anthropic/claude-sonnet-4-5").
+	Model string
+	// Options are the variant's clientOptions, raw, already validated
+	// against Definition.Options.
+	Options json.RawMessage
+	// Servers are the variant's MCP servers with their tool metadata.
+	Servers []servers.Server
+	// Env holds the secrets and other environment variables the client may
+	// read (keys); never the whole process environment unless MST chose so.
+	Env map[string]string
+	// Environment says where the trials run.
+	Environment transcript.Environment
+	// Logger receives the client's diagnostics; it never goes to stdout.
+	Logger *slog.Logger
+	// WorkDir is a folder the client may use for the session's files.
+	WorkDir string
+}
+
+// Trial is one trial given to a session.
+type Trial struct {
+	Key    transcript.Key
+	Prompt string
+	// Metadata is the case's metadata, for clients that use it.
+	Metadata map[string]any
+}
+
+// Next tells MST what to do after a trial.
+type Next int
+
+const (
+	// Continue: the session can take the next trial as it is.
+	Continue Next = iota
+	// Reset: call Session.Reset before the next trial.
+	Reset
+	// Stop: the session cannot go on; MST closes it and opens a new one
+	// for the remaining trials.
+	Stop
+)
+
+func (n Next) String() string {
+	switch n {
+	case Continue:
+		return "continue"
+	case Reset:
+		return "reset"
+	case Stop:
+		return "stop"
+	}
+	return "unknown"
+}
+
+// Result is what a client returns for one trial: the client-specific parts
+// of the transcript. MST fills in identity, timing and environment.
+type Result struct {
+	Servers         []transcript.ServerInfo
+	Messages        []transcript.Message
+	ToolCalls       []transcript.ToolCall
+	Answer          string
+	Usage           transcript.Usage
+	Outcome         transcript.Outcome
+	ClientVersion   string
+	ClientTelemetry map[string]any
+	// Next says what the session needs before the next trial.
+	Next Next
+}
+
+// Session is an open client. Run may be called concurrently only when the
+// definition says Concurrent.
+type Session interface {
+	// Run runs one trial. ctx carries the trial's deadline (its timeout);
+	// when ctx ends the client must return promptly with what it has.
+	// An error means the trial could not run at all; MST records it as
+	// errored with cause client unless the error says otherwise (see Cause).
+	Run(ctx context.Context, t Trial) (Result, error)
+	// Reset returns the session to a clean state between trials.
+	Reset(ctx context.Context) error
+	// Close releases everything the session holds. It is safe to call once
+	// after a failed Open returned a non-nil session.
+	Close() error
+}
+
+// Diagnoser is implemented by sessions that can explain a failure (a
+// screenshot, an app's log tail) to be stored with the trial.
+type Diagnoser interface {
+	Diagnose(ctx context.Context) (map[string]any, error)
+}
+
+// DefaultTimeout is the timeout a client's trials get when the variant does
+// not set one: zero means none.
+func (d *Definition) DefaultTimeout() time.Duration {
+	var s struct {
+		Properties map[string]struct {
+			Default any `json:"default"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(d.Options, &s) != nil {
+		return 0
+	}
+	if p, ok := s.Properties["timeout"]; ok {
+		if str, ok := p.Default.(string); ok {
+			if dur, err := time.ParseDuration(str); err == nil {
+				return dur
+			}
+		}
+	}
+	return 0
+}

@@ -1,0 +1,84 @@
+package transcript
+
+import "time"
+
+// RunVersion is the version of the run.json format written by this MST.
+const RunVersion = 1
+
+// Collect states of a run.
+const (
+	CollectRunning  = "running"
+	CollectComplete = "complete"
+	CollectPartial  = "partial"
+)
+
+// Run is run.json: what a run is and how far it got.
+type Run struct {
+	Kind       string    `json:"kind"` // always "mst.run"
+	Version    int       `json:"version"`
+	ID         string    `json:"id"`
+	Eval       string    `json:"eval"`
+	ConfigFile string    `json:"configFile"`
+	ConfigHash string    `json:"configHash"`
+	MSTVersion string    `json:"mstVersion"`
+	Started    time.Time `json:"started"`
+	Ended      time.Time `json:"ended,omitzero"`
+	Runner     RunnerInfo `json:"runner"`
+	// Selection records the flags that narrowed the eval for this run.
+	Selection Selection `json:"selection,omitzero"`
+	Variants  []string  `json:"variants"`
+	Cases     int       `json:"cases"`
+	Trials    int       `json:"trialsPerCase"`
+	Counts    Counts    `json:"counts"`
+	Collect   string    `json:"collect"`
+	// Note says why a run is partial, when it is.
+	Note string `json:"note,omitempty"`
+}
+
+// RunnerInfo records where a run ran.
+type RunnerInfo struct {
+	Name    string            `json:"name"`
+	Options map[string]string `json:"options,omitempty"`
+	Shards  int               `json:"shards"`
+}
+
+// Selection records the subset of the eval a run was asked for.
+type Selection struct {
+	Variants []string `json:"variants,omitempty"`
+	Cases    []string `json:"cases,omitempty"`
+	Trials   int      `json:"trials,omitempty"`
+	Limit    int      `json:"limit,omitempty"`
+}
+
+// Counts counts a run's trials by how they ended. Missing trials have no
+// transcript.
+type Counts struct {
+	Planned   int `json:"planned"`
+	Answered  int `json:"answered"`
+	NoAnswer  int `json:"noAnswer"`
+	TimedOut  int `json:"timedOut"`
+	Errored   int `json:"errored"`
+	Cancelled int `json:"cancelled"`
+	Missing   int `json:"missing"`
+}
+
+// Add counts one transcript's outcome.
+func (c *Counts) Add(status string) {
+	switch status {
+	case Answered:
+		c.Answered++
+	case NoAnswer:
+		c.NoAnswer++
+	case TimedOut:
+		c.TimedOut++
+	case Errored:
+		c.Errored++
+	case Cancelled:
+		c.Cancelled++
+	}
+}
+
+// Done is the number of trials that have a transcript.
+func (c Counts) Done() int {
+	return c.Answered + c.NoAnswer + c.TimedOut + c.Errored + c.Cancelled
+}
