@@ -1,15 +1,27 @@
-// Package eval is the eval config: its model, loading from YAML or JSON,
-// the JSON Schema that `mst schema` prints, and strict validation whose
-// errors name the file, the path and the fix.
 package eval
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
-// Config is a loaded eval config. Relative paths in it are resolved against
-// the folder of the file it came from.
+// Defaults that Load fills in when the config leaves a field out.
+const (
+	// DefaultClient is the client of a variant that names none.
+	DefaultClient = "api"
+	// DefaultTrials is how many trials each case gets under each variant.
+	DefaultTrials = 1
+	// MaxTrials is the largest trials value a config may set.
+	MaxTrials = 1000
+	// DefaultConcurrency is how many trials one shard runs at once.
+	DefaultConcurrency = 4
+)
+
+// Config is a loaded eval config. Load fills in defaults (client, servers of
+// a variant, trials, concurrency) and resolves relative paths against the
+// folder of the file the config came from, so a Config needs no further
+// interpretation.
 type Config struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
@@ -24,13 +36,15 @@ type Config struct {
 	// Trials is how many times each case runs under each variant (default 1).
 	Trials int `json:"trials,omitempty"`
 	// Graders score every trial; a case may add its own (its expect list).
+	// Each has been accepted by the Catalog's ParseGrader.
 	Graders []json.RawMessage `json:"graders,omitempty"`
 	Limits  Limits            `json:"limits,omitzero"`
 	// Results is the folder runs are written to (default ./mst-results,
 	// relative to the working directory, not the config).
 	Results string `json:"results,omitempty"`
 
-	// File is the path the config was read from; Dir its folder.
+	// File is the path the config was read from, as given to Load; Dir is
+	// its folder, absolute.
 	File string `json:"-"`
 	Dir  string `json:"-"`
 	// Hash is the SHA-256 of the file's bytes, hex.
@@ -39,20 +53,27 @@ type Config struct {
 
 // Dataset is one case file.
 type Dataset struct {
-	// Path is the file (.jsonl, .json, .yaml, .yml or .csv), resolved.
+	// Path is the file (.jsonl, .json, .yaml, .yml or .csv), absolute.
 	Path string `json:"path"`
 }
 
 // ServerConfig declares one MCP server: either Command (stdio) or URL
-// (streamable HTTP).
+// (streamable HTTP), never both.
 type ServerConfig struct {
-	Command        string            `json:"command,omitempty"`
-	Args           []string          `json:"args,omitempty"`
-	Env            map[string]string `json:"env,omitempty"`
-	Cwd            string            `json:"cwd,omitempty"`
-	URL            string            `json:"url,omitempty"`
-	Headers        map[string]string `json:"headers,omitempty"`
-	StartupTimeout Duration          `json:"startupTimeout,omitempty"`
+	// Command is the program of a stdio server. A relative command with a
+	// slash in it ("./bin/weather") has been made absolute against the
+	// config's folder; a bare name ("npx") is looked up on PATH.
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	// Cwd is the working folder of a stdio server, absolute when set.
+	Cwd string `json:"cwd,omitempty"`
+	// URL is the http:// or https:// endpoint of a streamable-HTTP server.
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	// StartupTimeout bounds connecting and listing tools; zero means the
+	// servers package's default.
+	StartupTimeout Duration `json:"startupTimeout,omitempty"`
 }
 
 // Variant is one way to answer a case.
@@ -62,11 +83,14 @@ type Variant struct {
 	Client string `json:"client"`
 	// Model is "offline" or "<provider>/<model>" (anthropic/…, openai/…).
 	Model string `json:"model"`
-	// Servers names the servers the variant uses; empty means all.
+	// Servers names the servers the variant uses. Load fills in every
+	// declared server, sorted, when the config lists none.
 	Servers []string `json:"servers,omitempty"`
-	// ClientOptions are checked against the client's own options schema.
+	// ClientOptions are the options as written, already checked against the
+	// client's own options schema. Defaults are not filled in.
 	ClientOptions json.RawMessage `json:"clientOptions,omitempty"`
 	// Tools rewrites tool metadata: server name → tool name → override.
+	// Every server named here is one the variant uses.
 	Tools map[string]map[string]ToolOverride `json:"tools,omitempty"`
 }
 
@@ -81,27 +105,30 @@ type Limits struct {
 	// Concurrency is how many trials run at once in one shard (default 4).
 	Concurrency int `json:"concurrency,omitempty"`
 	// Providers caps trials in flight per model provider across all shards
-	// ("anthropic": 2).
+	// ("anthropic": 2); keys are anthropic, openai and offline.
 	Providers map[string]int `json:"providers,omitempty"`
-	// Servers caps trials in flight per server across all shards.
+	// Servers caps trials in flight per server across all shards; keys are
+	// declared servers.
 	Servers map[string]int `json:"servers,omitempty"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("30s").
 type Duration time.Duration
 
+// MarshalJSON writes d as a duration string.
 func (d Duration) MarshalJSON() ([]byte, error) {
 	return json.Marshal(time.Duration(d).String())
 }
 
+// UnmarshalJSON reads a duration string such as "30s" or "1m30s".
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return err
+		return fmt.Errorf("a duration must be a string such as \"30s\": %w", err)
 	}
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		return err
+		return fmt.Errorf("reading duration: %w", err)
 	}
 	*d = Duration(v)
 	return nil

@@ -1,0 +1,217 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mst-eval/mst/client"
+	"github.com/mst-eval/mst/provider"
+	"github.com/mst-eval/mst/servers"
+	"github.com/mst-eval/mst/transcript"
+)
+
+// Definition is the api client's definition.
+func Definition() *client.Definition {
+	return &client.Definition{
+		Name:        "api",
+		Description: "The model alone, through its provider's API, with the servers' tools (no app, no agent harness).",
+		Requirements: client.Requirements{
+			OS:          []string{"linux", "darwin", "windows"},
+			Credentials: []string{"ANTHROPIC_API_KEY for anthropic/ models", "OPENAI_API_KEY for openai/ models", "none for offline"},
+		},
+		Options:    json.RawMessage(OptionsSchema),
+		Concurrent: true,
+		Open:       Open,
+	}
+}
+
+// Open connects to the variant's servers and prepares the model's provider.
+func Open(ctx context.Context, p client.OpenParams) (client.Session, error) {
+	opts, err := decodeOptions(p.Options)
+	if err != nil {
+		return nil, err
+	}
+	prov, err := newProvider(p.Model, opts, p.Env)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{params: p, opts: opts, prov: prov}
+	if err := s.connect(ctx); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+type session struct {
+	params client.OpenParams
+	opts   Options
+	prov   provider.Provider
+
+	mu    sync.RWMutex // guards the connection state below; Reset takes it for writing
+	conns []*servers.Conn
+	tools []provider.Tool
+	refs  map[string]toolRef
+	infos []transcript.ServerInfo
+}
+
+func (s *session) connect(ctx context.Context) error {
+	var conns []*servers.Conn
+	for _, srv := range s.params.Servers {
+		c, err := servers.Connect(ctx, srv)
+		if err != nil {
+			for _, c := range conns {
+				c.Close()
+			}
+			return err
+		}
+		conns = append(conns, c)
+	}
+	names, refs := nameTools(conns)
+	var tools []provider.Tool
+	i := 0
+	var infos []transcript.ServerInfo
+	for _, c := range conns {
+		info := transcript.ServerInfo{Name: c.Server.Name, Transport: c.Server.Transport(), ToolsHash: servers.ToolsHash(c.Tools), Implementation: c.Implementation}
+		for _, t := range c.Tools {
+			tools = append(tools, provider.Tool{Name: names[i], Description: t.Description, InputSchema: t.InputSchema})
+			info.Tools = append(info.Tools, t.Name)
+			i++
+		}
+		infos = append(infos, info)
+	}
+	s.conns, s.tools, s.refs, s.infos = conns, tools, refs, infos
+	return nil
+}
+
+// Reset reconnects every server.
+func (s *session) Reset(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.conns {
+		c.Close()
+	}
+	s.conns = nil
+	return s.connect(ctx)
+}
+
+func (s *session) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for _, c := range s.conns {
+		errs = append(errs, c.Close())
+	}
+	s.conns = nil
+	return errors.Join(errs...)
+}
+
+// Run runs one trial: ask the model, call the tools it asks for, give it the
+// results, until it answers without calling a tool.
+func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.conns == nil {
+		return client.Result{}, errors.New("the session has no server connections (a reset failed)")
+	}
+	res := client.Result{Servers: s.infos, ClientVersion: runtime.Version()}
+	req := provider.Request{
+		Model:           modelName(s.params.Model),
+		System:          s.opts.System,
+		Tools:           s.tools,
+		MaxTokens:       s.opts.MaxTokens,
+		ReasoningEffort: s.opts.ReasoningEffort,
+		Messages:        []provider.Message{{Role: provider.User, Text: t.Prompt}},
+	}
+	res.Messages = append(res.Messages, transcript.Message{Role: "user", Text: t.Prompt})
+	actions := 0
+	for {
+		resp, err := s.prov.Complete(ctx, req)
+		if err != nil {
+			if ctx.Err() != nil {
+				res.Outcome = transcript.Outcome{Status: transcript.Cancelled, Detail: ctx.Err().Error()}
+				return res, nil
+			}
+			res.Outcome = transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseProvider, Detail: err.Error()}
+			return res, nil
+		}
+		res.Usage.Add(transcript.Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens, CachedTokens: resp.Usage.CachedTokens, ModelCalls: 1})
+		msg := transcript.Message{Role: "assistant", Text: resp.Text}
+		for _, call := range resp.ToolCalls {
+			msg.ToolCalls = append(msg.ToolCalls, call.ID)
+		}
+		res.Messages = append(res.Messages, msg)
+		req.Messages = append(req.Messages, provider.Message{Role: provider.Assistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
+		if len(resp.ToolCalls) == 0 {
+			res.Answer = resp.Text
+			if strings.TrimSpace(resp.Text) == "" {
+				res.Outcome = transcript.Outcome{Status: transcript.NoAnswer, Detail: "the model ended its turn without text (stop reason " + resp.StopReason + ")"}
+			} else {
+				res.Outcome = transcript.Outcome{Status: transcript.Answered}
+			}
+			return res, nil
+		}
+		var results []provider.ToolResult
+		for _, call := range resp.ToolCalls {
+			if actions >= s.opts.MaxActions {
+				res.Outcome = transcript.Outcome{Status: transcript.NoAnswer, Detail: fmt.Sprintf("maxActions (%d) reached: the model asked for another tool call", s.opts.MaxActions)}
+				return res, nil
+			}
+			actions++
+			tc, result, err := s.call(ctx, call)
+			res.ToolCalls = append(res.ToolCalls, tc)
+			res.Messages = append(res.Messages, transcript.Message{Role: "tool", Text: result.Content, ToolCall: call.ID})
+			if err != nil {
+				if ctx.Err() != nil {
+					res.Outcome = transcript.Outcome{Status: transcript.Cancelled, Detail: ctx.Err().Error()}
+					return res, nil
+				}
+				res.Outcome = transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseServer, Detail: err.Error()}
+				res.Next = client.Reset
+				return res, nil
+			}
+			results = append(results, result)
+		}
+		req.Messages = append(req.Messages, provider.Message{Role: provider.User, ToolResults: results})
+	}
+}
+
+// call runs one tool call. An unknown tool name is answered to the model as
+// an error result, as real clients do; a failed server is returned as err.
+func (s *session) call(ctx context.Context, call provider.ToolCall) (transcript.ToolCall, provider.ToolResult, error) {
+	args := call.Arguments
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	tc := transcript.ToolCall{ID: call.ID, Tool: call.Name, Arguments: args, Started: time.Now().UTC()}
+	result := provider.ToolResult{CallID: call.ID, Name: call.Name}
+	ref, ok := s.refs[call.Name]
+	if !ok {
+		tc.IsError = true
+		tc.Error = fmt.Sprintf("the model called %q, which no server offers", call.Name)
+		result.Content, result.IsError = tc.Error, true
+		return tc, result, nil
+	}
+	tc.Server, tc.Tool = ref.conn.Server.Name, ref.tool.Name
+	if !json.Valid(args) {
+		tc.IsError = true
+		tc.Error = "the model sent arguments that are not valid JSON"
+		result.Content, result.IsError = tc.Error, true
+		return tc, result, nil
+	}
+	r, err := ref.conn.Call(ctx, ref.tool.Name, args)
+	tc.DurationMs = float64(time.Since(tc.Started).Microseconds()) / 1000
+	if err != nil {
+		tc.Error = err.Error()
+		result.Content, result.IsError = "error: "+err.Error(), true
+		return tc, result, err
+	}
+	tc.Result, tc.IsError = r.Text, r.IsError
+	result.Content, result.IsError = r.Text, r.IsError
+	return tc, result, nil
+}

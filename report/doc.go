@@ -1,0 +1,23 @@
+// Package report turns the trials of one run into statistics and renders
+// them for a terminal (WriteText) or as JSON (a Report marshals as it is).
+//
+// Build reads one small Trial record per transcript present, so callers can
+// stream transcripts through grade.Trial and NewTrial without keeping them.
+// The plan of a run is every case × variant × trial index 1..trials per
+// case; a trial with no transcript is missing, and missing trials are never
+// failures.
+//
+// The rules that make numbers comparable:
+//
+//   - A case is complete when every planned trial of it, under every variant,
+//     has a transcript. Pass rates, the per-case matrix's differences and the
+//     comparisons count complete cases only, so a partial run never compares
+//     variants on different cases.
+//   - Only graded trials count towards a pass rate: errored and cancelled
+//     trials are infrastructure failures, reported apart by outcome and cause.
+//   - A pass rate comes with a 95% Wilson score interval. Two variants are
+//     compared case by case (paired): the mean difference of per-case pass
+//     fractions, a 95% percentile bootstrap interval of it (2000 resamples,
+//     fixed seed, so the same input always gives the same interval), and an
+//     exact two-sided sign test over the cases where they differ.
+package report

@@ -1,0 +1,235 @@
+package report
+
+import (
+	"time"
+
+	"github.com/mst-eval/mst/grade"
+	"github.com/mst-eval/mst/transcript"
+)
+
+// Kind and Version identify the JSON form of a Report.
+const (
+	Kind    = "mst.report"
+	Version = 1
+)
+
+// Trial is what a report needs from one transcript and its grade.
+type Trial struct {
+	transcript.Key
+	// Status is the outcome status; Cause is set when it is errored.
+	Status string `json:"status"`
+	Cause  string `json:"cause,omitempty"`
+	// Graded and Passed come from grade.TrialGrade.
+	Graded       bool    `json:"graded"`
+	Passed       bool    `json:"passed"`
+	InputTokens  int64   `json:"inputTokens"`
+	OutputTokens int64   `json:"outputTokens"`
+	DurationMs   float64 `json:"durationMs"`
+	ToolCalls    int     `json:"toolCalls"`
+}
+
+// NewTrial makes the report record of transcript t graded as g.
+func NewTrial(t *transcript.Transcript, g grade.TrialGrade) Trial {
+	return Trial{
+		Key:          t.Key,
+		Status:       t.Outcome.Status,
+		Cause:        t.Outcome.Cause,
+		Graded:       g.Graded,
+		Passed:       g.Graded && g.Passed,
+		InputTokens:  t.Usage.InputTokens,
+		OutputTokens: t.Usage.OutputTokens,
+		DurationMs:   t.Timing.DurationMs,
+		ToolCalls:    len(t.ToolCalls),
+	}
+}
+
+// VariantInfo describes a variant for display.
+type VariantInfo struct {
+	Name        string
+	Client      string
+	Model       string
+	Description string
+}
+
+// Input is everything Build reads.
+type Input struct {
+	Run transcript.Run
+	// Variants are in display order. When empty, the names in Run.Variants
+	// are used without client or model.
+	Variants []VariantInfo
+	// Cases are the case ids in dataset order. When nil, the cases are those
+	// of Trials in the order they first appear (the plan is then only as
+	// complete as the trials).
+	Cases []string
+	// Trials hold one record per transcript present. Records outside the
+	// plan (an unknown case or variant, a trial index out of range) and
+	// repeated keys after the first are ignored and counted.
+	Trials []Trial
+}
+
+// Report holds the statistics of one run. It marshals to the JSON that
+// --json prints.
+type Report struct {
+	Kind    string  `json:"kind"`
+	Version int     `json:"version"`
+	Run     RunInfo `json:"run"`
+	// Counts count the planned trials by outcome, recomputed from the trials.
+	Counts transcript.Counts `json:"counts"`
+	// CompleteCases have a transcript for every planned trial under every
+	// variant; only they count in pass rates and comparisons.
+	CompleteCases   int `json:"completeCases"`
+	IncompleteCases int `json:"incompleteCases"`
+	// Ignored counts trial records outside the plan or repeated.
+	Ignored     int            `json:"ignored,omitempty"`
+	Variants    []VariantStats `json:"variants"`
+	Cases       []CaseRow      `json:"cases"`
+	Comparisons []Comparison   `json:"comparisons"`
+}
+
+// RunInfo is the part of run.json a report shows.
+type RunInfo struct {
+	ID            string    `json:"id"`
+	Eval          string    `json:"eval"`
+	Collect       string    `json:"collect"`
+	Note          string    `json:"note,omitempty"`
+	Started       time.Time `json:"started,omitzero"`
+	Ended         time.Time `json:"ended,omitzero"`
+	TrialsPerCase int       `json:"trialsPerCase"`
+}
+
+// VariantStats are the numbers of one variant.
+type VariantStats struct {
+	Variant     string `json:"variant"`
+	Client      string `json:"client"`
+	Model       string `json:"model"`
+	Description string `json:"description,omitempty"`
+	// PassRate is Passed/Graded, null when nothing was graded.
+	PassRate *float64 `json:"passRate"`
+	// Interval is the 95% Wilson score interval of PassRate, null with it.
+	Interval *Interval `json:"interval"`
+	// Passed and Graded count graded trials of complete cases.
+	Passed int `json:"passed"`
+	Graded int `json:"graded"`
+	// Trials counts transcripts present, of all cases; Planned and Missing
+	// count the plan.
+	Trials  int `json:"trials"`
+	Planned int `json:"planned"`
+	Missing int `json:"missing"`
+	// PassAtK is the share of complete cases (with a graded trial) where at
+	// least one graded trial passed; PassHatK where every graded trial
+	// passed. K is the trials per case.
+	PassAtK  *float64 `json:"passAtK"`
+	PassHatK *float64 `json:"passHatK"`
+	Outcomes Outcomes `json:"outcomes"`
+	Errors   Errors   `json:"errors"`
+	// Tokens count every transcript present; the means are per transcript.
+	Tokens Tokens `json:"tokens"`
+	// LatencyMs and ToolCalls cover trials that ran to an end (answered,
+	// no answer, timed out): an errored or cancelled trial's time says
+	// little about the variant.
+	LatencyMs Latency       `json:"latencyMs"`
+	ToolCalls ToolCallStats `json:"toolCalls"`
+}
+
+// Interval is a closed interval [Low, High].
+type Interval struct {
+	Low  float64 `json:"low"`
+	High float64 `json:"high"`
+}
+
+// Outcomes count transcripts by status.
+type Outcomes struct {
+	Answered  int `json:"answered"`
+	NoAnswer  int `json:"noAnswer"`
+	TimedOut  int `json:"timedOut"`
+	Errored   int `json:"errored"`
+	Cancelled int `json:"cancelled"`
+	// Other counts statuses this MST does not know.
+	Other int `json:"other,omitempty"`
+}
+
+// Errors count errored transcripts by cause.
+type Errors struct {
+	Client   int `json:"client"`
+	Server   int `json:"server"`
+	Provider int `json:"provider"`
+	Runner   int `json:"runner"`
+	// Other counts errored transcripts with no or an unknown cause.
+	Other int `json:"other,omitempty"`
+}
+
+// Tokens sum and average token usage.
+type Tokens struct {
+	Input      int64    `json:"input"`
+	Output     int64    `json:"output"`
+	MeanInput  *float64 `json:"meanInput"`
+	MeanOutput *float64 `json:"meanOutput"`
+}
+
+// Latency summarises trial durations in milliseconds; percentiles
+// interpolate linearly between ranks. All are null when no trial ended.
+type Latency struct {
+	Mean *float64 `json:"mean"`
+	P50  *float64 `json:"p50"`
+	P95  *float64 `json:"p95"`
+}
+
+// ToolCallStats summarise tool calls per trial.
+type ToolCallStats struct {
+	Total int      `json:"total"`
+	Mean  *float64 `json:"mean"`
+}
+
+// CaseRow is one row of the side-by-side matrix: one case under every
+// variant.
+type CaseRow struct {
+	Case     string `json:"case"`
+	Complete bool   `json:"complete"`
+	// Differs is true for a complete case whose pass fraction is not the
+	// same under every variant that has a graded trial.
+	Differs  bool       `json:"differs"`
+	Variants []CaseCell `json:"variants"`
+}
+
+// CaseCell counts one case under one variant.
+type CaseCell struct {
+	Variant string `json:"variant"`
+	Passed  int    `json:"passed"`
+	Graded  int    `json:"graded"`
+	// Trials counts transcripts present; Planned is the trials per case.
+	Trials  int `json:"trials"`
+	Planned int `json:"planned"`
+}
+
+// Comparison compares variant B with variant A case by case, over the
+// complete cases where both have a graded trial.
+type Comparison struct {
+	A string `json:"a"`
+	B string `json:"b"`
+	// Cases counts the paired cases; Unpaired the complete cases left out
+	// because a variant had no graded trial there.
+	Cases    int `json:"cases"`
+	Unpaired int `json:"unpaired"`
+	// MeanA and MeanB are the means of the per-case pass fractions.
+	MeanA *float64 `json:"meanA"`
+	MeanB *float64 `json:"meanB"`
+	// MeanDifference is the mean of B−A over paired cases.
+	MeanDifference *float64 `json:"meanDifference"`
+	// Interval is the 95% percentile bootstrap interval of MeanDifference.
+	Interval  *Interval `json:"interval"`
+	Resamples int       `json:"resamples"`
+	BBetter   int       `json:"bBetter"`
+	ABetter   int       `json:"aBetter"`
+	Ties      int       `json:"ties"`
+	// SignTestP is the exact two-sided sign test p-value over the cases that
+	// are not tied (1 when all are tied), null with no paired case.
+	SignTestP *float64     `json:"signTestP"`
+	PerCase   []PairedCase `json:"perCase"`
+}
+
+// PairedCase is one case's pass fraction under A and under B.
+type PairedCase struct {
+	Case string  `json:"case"`
+	A    float64 `json:"a"`
+	B    float64 `json:"b"`
+}

@@ -1,0 +1,309 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/mst-eval/mst/transcript"
+)
+
+// WriteText writes the report for a terminal: a header, the variant table,
+// the per-case matrix, the comparisons in words, and notes on what is
+// missing. Columns are aligned with spaces.
+func (r Report) WriteText(w io.Writer) error {
+	ew := &errWriter{w: w}
+	r.writeHeader(ew)
+	r.writeVariants(ew)
+	r.writeCases(ew)
+	r.writeComparisons(ew)
+	r.writeNotes(ew)
+	return ew.err
+}
+
+// errWriter keeps the first write error so the rendering code can write
+// without checking each call.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return len(p), nil
+	}
+	n, err := e.w.Write(p)
+	if err != nil {
+		e.err = fmt.Errorf("writing report: %w", err)
+	}
+	return n, nil
+}
+
+func newTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+}
+
+func (r Report) writeHeader(w io.Writer) {
+	tw := newTable(w)
+	eval := r.Run.Eval
+	if eval == "" {
+		eval = "(unnamed)"
+	}
+	fmt.Fprintf(tw, "Eval\t%s\n", eval)
+	run := r.Run.ID
+	if run == "" {
+		run = "(no id)"
+	}
+	if r.Run.Collect != "" {
+		run += " (" + r.Run.Collect + ")"
+	}
+	fmt.Fprintf(tw, "Run\t%s\n", run)
+	fmt.Fprintf(tw, "Plan\t%s × %s × %s = %s\n",
+		plural(len(r.Variants), "variant"), plural(len(r.Cases), "case"),
+		plural(r.Run.TrialsPerCase, "trial"), plural(r.Counts.Planned, "trial"))
+	fmt.Fprintf(tw, "Outcomes\t%s\n", outcomeSummary(r.Counts))
+	tw.Flush()
+	fmt.Fprintln(w)
+}
+
+// outcomeSummary lists the outcome counts that are not zero, answered
+// always.
+func outcomeSummary(c transcript.Counts) string {
+	parts := []string{fmt.Sprintf("%d answered", c.Answered)}
+	for _, p := range []struct {
+		n    int
+		what string
+	}{
+		{c.NoAnswer, "no answer"},
+		{c.TimedOut, "timed out"},
+		{c.Errored, "errored"},
+		{c.Cancelled, "cancelled"},
+		{c.Missing, "missing"},
+	} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (r Report) writeVariants(w io.Writer) {
+	if len(r.Variants) == 0 {
+		fmt.Fprintln(w, "No variants.")
+		fmt.Fprintln(w)
+		return
+	}
+	tw := newTable(w)
+	fmt.Fprintln(tw, "VARIANT\tCLIENT\tMODEL\tPASS RATE [95% CI]\tPASSED\tANSWERED\tNO ANSWER\tTIMED OUT\tERRORED\tCANCELLED\tMISSING\tTOKENS IN/OUT\tLATENCY P50/P95")
+	for _, v := range r.Variants {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s/%s\t%s/%s\n",
+			v.Variant, orDash(v.Client), orDash(v.Model),
+			passRate(v.PassRate, v.Interval), v.Passed, v.Graded,
+			v.Outcomes.Answered, v.Outcomes.NoAnswer, v.Outcomes.TimedOut,
+			v.Outcomes.Errored, v.Outcomes.Cancelled, v.Missing,
+			tokens(v.Tokens.MeanInput), tokens(v.Tokens.MeanOutput),
+			millis(v.LatencyMs.P50), millis(v.LatencyMs.P95))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+}
+
+func (r Report) writeCases(w io.Writer) {
+	if len(r.Cases) == 0 || len(r.Variants) == 0 {
+		return
+	}
+	tw := newTable(w)
+	head := []string{"  CASE"}
+	for _, v := range r.Variants {
+		head = append(head, v.Variant)
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	anyDiffers, anyIncomplete := false, false
+	for _, c := range r.Cases {
+		mark := "  "
+		switch {
+		case c.Differs:
+			mark, anyDiffers = "* ", true
+		case !c.Complete:
+			mark, anyIncomplete = "? ", true
+		}
+		line := []string{mark + c.Case}
+		for _, cell := range c.Variants {
+			line = append(line, cellText(cell))
+		}
+		fmt.Fprintln(tw, strings.Join(line, "\t"))
+	}
+	tw.Flush()
+	var legend []string
+	if anyDiffers {
+		legend = append(legend, "* the variants differ")
+	}
+	if anyIncomplete {
+		legend = append(legend, "? trials missing, left out of pass rates")
+	}
+	legend = append(legend, "cells are passed/graded")
+	fmt.Fprintf(w, "(%s)\n\n", strings.Join(legend, "; "))
+}
+
+// cellText shows one case under one variant: "2/3", then the trials that
+// were not graded or are missing.
+func cellText(c CaseCell) string {
+	s := fmt.Sprintf("%d/%d", c.Passed, c.Graded)
+	if n := c.Trials - c.Graded; n > 0 {
+		s += fmt.Sprintf(" +%d not graded", n)
+	}
+	if n := c.Planned - c.Trials; n > 0 {
+		s += fmt.Sprintf(" +%d missing", n)
+	}
+	return s
+}
+
+func (r Report) writeComparisons(w io.Writer) {
+	if len(r.Comparisons) == 0 {
+		return
+	}
+	for _, c := range r.Comparisons {
+		fmt.Fprintln(w, comparisonText(c))
+	}
+	fmt.Fprintln(w)
+}
+
+// comparisonText says in one line how B did against A.
+func comparisonText(c Comparison) string {
+	s := c.A + " vs " + c.B + ": "
+	if c.Cases == 0 {
+		return s + "no complete case with graded trials under both"
+	}
+	switch {
+	case c.BBetter == 0 && c.ABetter == 0:
+		s += fmt.Sprintf("same result on all %s", plural(c.Cases, "case"))
+	case c.ABetter == 0:
+		s += fmt.Sprintf("%s passes more often on %d of %s", c.B, c.BBetter, plural(c.Cases, "case"))
+	case c.BBetter == 0:
+		s += fmt.Sprintf("%s passes more often on %d of %s", c.A, c.ABetter, plural(c.Cases, "case"))
+	default:
+		s += fmt.Sprintf("%s passes more often on %d of %s, %s on %d", c.B, c.BBetter, plural(c.Cases, "case"), c.A, c.ABetter)
+	}
+	s += fmt.Sprintf(" (mean %s, 95%% CI %s … %s), sign test %s",
+		signed(*c.MeanDifference), signed(c.Interval.Low), signed(c.Interval.High), pValue(*c.SignTestP))
+	if c.Unpaired > 0 {
+		s += fmt.Sprintf("; %s left out, no graded trial under one of them", plural(c.Unpaired, "case"))
+	}
+	return s
+}
+
+func (r Report) writeNotes(w io.Writer) {
+	var notes []string
+	if r.Run.Collect == transcript.CollectRunning {
+		notes = append(notes, "the run is still collecting; these numbers will change")
+	}
+	if r.Counts.Missing > 0 || r.IncompleteCases > 0 {
+		var parts []string
+		if r.Counts.Missing > 0 {
+			parts = append(parts, plural(r.Counts.Missing, "trial")+" missing")
+		}
+		if r.IncompleteCases > 0 {
+			parts = append(parts, plural(r.IncompleteCases, "case")+" left out of pass rates")
+		}
+		if r.Run.Collect != transcript.CollectRunning {
+			id := r.Run.ID
+			if id == "" {
+				id = "RUN"
+			}
+			parts = append(parts, "rerun with mst run --resume "+id)
+		}
+		notes = append(notes, strings.Join(parts, "; "))
+	}
+	if n := r.Counts.Errored + r.Counts.Cancelled; n > 0 {
+		notes = append(notes, fmt.Sprintf("%s errored or cancelled: not counted as passes or failures", plural(n, "trial")))
+	}
+	if r.Ignored > 0 {
+		notes = append(notes, fmt.Sprintf("%s outside the plan or repeated, ignored", plural(r.Ignored, "transcript")))
+	}
+	if r.Run.Note != "" {
+		notes = append(notes, r.Run.Note)
+	}
+	for _, n := range notes {
+		fmt.Fprintf(w, "Note: %s\n", n)
+	}
+}
+
+// plural writes a count with its noun: "1 case", "2 cases".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "–"
+	}
+	return s
+}
+
+// passRate shows a rate with its interval: "70.0% [48.1–85.5]".
+func passRate(rate *float64, iv *Interval) string {
+	if rate == nil {
+		return "–"
+	}
+	s := fmt.Sprintf("%.1f%%", *rate*100)
+	if iv != nil {
+		s += fmt.Sprintf(" [%.1f–%.1f]", iv.Low*100, iv.High*100)
+	}
+	return s
+}
+
+// tokens shows a token count compactly: 950, 1.2k, 3.4M.
+func tokens(n *float64) string {
+	if n == nil {
+		return "–"
+	}
+	v := math.Round(*n)
+	switch {
+	case v < 1000:
+		return fmt.Sprintf("%.0f", v)
+	case v < 999_950:
+		return fmt.Sprintf("%.1fk", v/1000)
+	default:
+		return fmt.Sprintf("%.1fM", v/1_000_000)
+	}
+}
+
+// millis shows a duration in milliseconds readably: 850ms, 2.1s, 3m05s.
+func millis(ms *float64) string {
+	if ms == nil {
+		return "–"
+	}
+	v := *ms
+	switch {
+	case v < 999.5:
+		return fmt.Sprintf("%.0fms", v)
+	case v < 59_950:
+		return fmt.Sprintf("%.1fs", v/1000)
+	default:
+		s := int(math.Round(v / 1000))
+		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+	}
+}
+
+// signed shows a difference with its sign: +0.60, -0.25, +0.00.
+func signed(x float64) string {
+	s := fmt.Sprintf("%+.2f", x)
+	if s == "-0.00" {
+		s = "+0.00"
+	}
+	return s
+}
+
+// pValue shows a p-value with three decimals, or as an upper bound when it
+// rounds to zero: "p=0.031", "p<0.001".
+func pValue(p float64) string {
+	if p < 0.0005 {
+		return "p<0.001"
+	}
+	return fmt.Sprintf("p=%.3f", p)
+}

@@ -1,0 +1,312 @@
+package servers
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultStartupTimeout bounds connecting to a server and listing its tools
+// when the declaration does not say otherwise.
+const DefaultStartupTimeout = 30 * time.Second
+
+// ErrServer marks errors caused by an MCP server (it exited, refused the
+// connection, answered with a protocol error). Callers record such trials
+// as errored with cause server.
+var ErrServer = errors.New("mcp server failed")
+
+// Tool is a tool as offered to the model: the server's tool with the
+// variant's overrides applied.
+type Tool struct {
+	Server      string
+	Name        string
+	Description string
+	InputSchema json.RawMessage
+}
+
+// Conn is an open connection to one MCP server. Call is safe for
+// concurrent use.
+type Conn struct {
+	Server Server
+	// Tools are the tools offered to the model, in the server's order,
+	// hidden ones removed.
+	Tools []Tool
+	// Implementation is the name and version the server reported.
+	Implementation string
+
+	session *mcp.ClientSession
+	stderr  *tail
+}
+
+// Connect starts (stdio) or reaches (HTTP) the server, initializes an MCP
+// session and lists its tools, all within the server's startup timeout. The
+// error names the server and includes what it printed on stderr.
+func Connect(ctx context.Context, s Server) (*Conn, error) {
+	timeout := s.StartupTimeout
+	if timeout <= 0 {
+		timeout = DefaultStartupTimeout
+	}
+	c := &Conn{Server: s, stderr: &tail{max: 4096}}
+	transport, err := c.transport()
+	if err != nil {
+		return nil, fmt.Errorf("server %s: %w", s.Name, err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "mst", Version: "1"}, nil)
+	session, err := client.Connect(cctx, transport, nil)
+	if err != nil {
+		return nil, c.startError(cctx, timeout, "connecting", err)
+	}
+	c.session = session
+	if init := session.InitializeResult(); init != nil && init.ServerInfo != nil {
+		c.Implementation = strings.TrimSpace(init.ServerInfo.Name + " " + init.ServerInfo.Version)
+	}
+	var raw []*mcp.Tool
+	for tool, err := range session.Tools(cctx, nil) {
+		if err != nil {
+			session.Close()
+			return nil, c.startError(cctx, timeout, "listing tools", err)
+		}
+		raw = append(raw, tool)
+	}
+	if len(raw) == 0 {
+		session.Close()
+		return nil, fmt.Errorf("server %s: %w: it lists no tools%s", s.Name, ErrServer, c.printed())
+	}
+	tools, err := applyOverrides(s, raw)
+	if err != nil {
+		session.Close()
+		return nil, err
+	}
+	c.Tools = tools
+	return c, nil
+}
+
+func (c *Conn) transport() (mcp.Transport, error) {
+	s := c.Server
+	if s.URL != "" {
+		hc := &http.Client{}
+		if len(s.Headers) > 0 {
+			hc.Transport = headerTransport{headers: s.Headers, base: http.DefaultTransport}
+		}
+		return &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}, nil
+	}
+	if s.Command == "" {
+		return nil, errors.New("neither command nor url is set")
+	}
+	cmd := exec.Command(s.Command, s.Args...)
+	cmd.Dir = s.Dir
+	cmd.Env = serverEnv(s.Env)
+	cmd.Stderr = c.stderr
+	return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
+}
+
+func (c *Conn) startError(ctx context.Context, timeout time.Duration, doing string, err error) error {
+	s := c.Server
+	if ctx.Err() == context.DeadlineExceeded {
+		return fmt.Errorf("server %s: %w: no answer within %s while %s (raise servers.%s.startupTimeout if it is slow to start)%s",
+			s.Name, ErrServer, timeout, doing, s.Name, c.printed())
+	}
+	var execErr *exec.Error
+	if errors.As(err, &execErr) {
+		return fmt.Errorf("server %s: %w: cannot start %q: %v (check servers.%s.command)", s.Name, ErrServer, s.Command, execErr.Err, s.Name)
+	}
+	return fmt.Errorf("server %s: %w: %s: %v%s", s.Name, ErrServer, doing, err, c.printed())
+}
+
+// printed is what the server wrote on stderr, formatted to follow an error.
+func (c *Conn) printed() string {
+	out := strings.TrimSpace(c.stderr.String())
+	if out == "" {
+		return ""
+	}
+	return "\nthe server printed:\n  " + strings.ReplaceAll(out, "\n", "\n  ")
+}
+
+// Stderr returns the last few kilobytes the server wrote on stderr.
+func (c *Conn) Stderr() string { return c.stderr.String() }
+
+// CallResult is the outcome of one tool call.
+type CallResult struct {
+	// Text is the text content of the result (text parts joined by
+	// newlines; other parts as JSON).
+	Text    string
+	IsError bool
+}
+
+// Call calls a tool by its name on the server. An error means no result
+// came back (the server exited, or answered with a protocol error); it wraps
+// ErrServer unless ctx ended first.
+func (c *Conn) Call(ctx context.Context, tool string, args json.RawMessage) (CallResult, error) {
+	var arguments any = map[string]any{}
+	if len(bytes.TrimSpace(args)) > 0 && string(bytes.TrimSpace(args)) != "null" {
+		arguments = args
+	}
+	res, err := c.session.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: arguments})
+	if err != nil {
+		if ctx.Err() != nil {
+			return CallResult{}, ctx.Err()
+		}
+		return CallResult{}, fmt.Errorf("server %s: tool %s: %w: %v%s", c.Server.Name, tool, ErrServer, err, c.printed())
+	}
+	return CallResult{Text: contentText(res), IsError: res.IsError}, nil
+}
+
+// Close ends the session (for stdio, closes the server's stdin, then stops
+// it in steps).
+func (c *Conn) Close() error {
+	if c == nil || c.session == nil {
+		return nil
+	}
+	return c.session.Close()
+}
+
+func contentText(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, content := range res.Content {
+		switch v := content.(type) {
+		case *mcp.TextContent:
+			parts = append(parts, v.Text)
+		default:
+			b, err := json.Marshal(v)
+			if err == nil {
+				parts = append(parts, string(b))
+			}
+		}
+	}
+	if len(parts) == 0 && res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			parts = append(parts, string(b))
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func applyOverrides(s Server, raw []*mcp.Tool) ([]Tool, error) {
+	seen := map[string]bool{}
+	var tools []Tool
+	for _, t := range raw {
+		seen[t.Name] = true
+		o := s.Tools[t.Name]
+		if o.Hidden {
+			continue
+		}
+		desc := t.Description
+		if o.Description != nil {
+			desc = *o.Description
+		}
+		schema, err := json.Marshal(t.InputSchema)
+		if err != nil || string(schema) == "null" {
+			schema = []byte(`{"type":"object"}`)
+		}
+		tools = append(tools, Tool{Server: s.Name, Name: t.Name, Description: desc, InputSchema: schema})
+	}
+	var unknown []string
+	for name := range s.Tools {
+		if !seen[name] {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		var have []string
+		for _, t := range raw {
+			have = append(have, t.Name)
+		}
+		return nil, fmt.Errorf("server %s has no tool %s to override (it has: %s); fix the variant's tools.%s",
+			s.Name, strings.Join(quoteAll(unknown), ", "), strings.Join(have, ", "), s.Name)
+	}
+	if len(tools) == 0 {
+		return nil, fmt.Errorf("server %s: the variant hides every tool it has", s.Name)
+	}
+	return tools, nil
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = fmt.Sprintf("%q", s)
+	}
+	return out
+}
+
+// ToolsHash is a SHA-256 over the tools as offered (names, descriptions,
+// input schemas), in hex.
+func ToolsHash(tools []Tool) string {
+	h := sha256.New()
+	for _, t := range tools {
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00", t.Name, t.Description, t.InputSchema)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// serverEnv is the environment of a stdio server: a minimal set taken from
+// MST's own environment, so keys in the user's shell do not reach servers,
+// plus the declaration's env.
+func serverEnv(extra map[string]string) []string {
+	var env []string
+	for _, k := range []string{"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "USER", "TZ", "SYSTEMROOT"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+extra[k])
+	}
+	return env
+}
+
+type headerTransport struct {
+	headers map[string]string
+	base    http.RoundTripper
+}
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h.headers {
+		r.Header.Set(k, v)
+	}
+	return h.base.RoundTrip(r)
+}
+
+// tail keeps the last max bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}

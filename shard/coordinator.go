@@ -1,0 +1,216 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+)
+
+// ErrWorkerLost means a worker's channel ended, or the worker stayed
+// silent too long, before it sent done.
+var ErrWorkerLost = errors.New("worker lost")
+
+// Events receive what the coordinator learns from workers. Methods are
+// called from the goroutine serving each shard.
+type Events interface {
+	// Trial is called when a worker reports a finished trial.
+	Trial(shard int, m *Trial)
+}
+
+// Coordinator is the coordinator's side of mst.shard/v1 for one run: it
+// checks hello, grants room under the limits, and passes trial reports on.
+// One Coordinator serves every shard of a run.
+type Coordinator struct {
+	MSTVersion string
+	Limits     *Limiter
+	Events     Events
+	Logger     *slog.Logger
+	// Silence is how long a worker may send nothing before it is lost (60s
+	// when zero).
+	Silence time.Duration
+}
+
+// ShardResult is how a shard ended.
+type ShardResult struct {
+	Hello *Hello
+	Done  *Done
+}
+
+// Serve speaks the protocol with one worker: it reads the worker's stdout
+// from in and writes to its stdin through out. It returns when the worker
+// sends done, or with ErrWorkerLost when the channel ends or goes silent
+// first. When ctx ends, it sends cancel and goes on reading until done.
+func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io.Writer) (ShardResult, error) {
+	var res ShardResult
+	enc := NewEncoder(out)
+	msgs := make(chan any)
+	errc := make(chan error, 1)
+	go func() {
+		dec := NewDecoder(in)
+		for {
+			m, err := dec.Read()
+			if err != nil {
+				errc <- err
+				return
+			}
+			msgs <- m
+		}
+	}()
+	silence := c.Silence
+	if silence <= 0 {
+		silence = 60 * time.Second
+	}
+	timer := time.NewTimer(silence)
+	defer timer.Stop()
+	held := map[int64][]*semaphore{}
+	var heldMu sync.Mutex
+	release := func(id int64) {
+		heldMu.Lock()
+		sems := held[id]
+		delete(held, id)
+		heldMu.Unlock()
+		for _, s := range sems {
+			s.release()
+		}
+	}
+	defer func() {
+		heldMu.Lock()
+		ids := make([]int64, 0, len(held))
+		for id := range held {
+			ids = append(ids, id)
+		}
+		heldMu.Unlock()
+		for _, id := range ids {
+			release(id)
+		}
+	}()
+	grantCtx, stopGrants := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopGrants()
+	done := ctx.Done()
+	for {
+		select {
+		case <-done:
+			done = nil
+			enc.Write(&Cancel{Reason: "the run was interrupted"})
+		case <-timer.C:
+			return res, fmt.Errorf("shard %d: %w: the worker sent nothing for %s", shard, ErrWorkerLost, silence)
+		case err := <-errc:
+			if errors.Is(err, io.EOF) {
+				return res, fmt.Errorf("shard %d: %w: its channel closed before it said done", shard, ErrWorkerLost)
+			}
+			return res, fmt.Errorf("shard %d: %w: %v", shard, ErrWorkerLost, err)
+		case m := <-msgs:
+			timer.Reset(silence)
+			switch m := m.(type) {
+			case *Hello:
+				if m.Protocol != Protocol || m.MSTVersion != c.MSTVersion {
+					enc.Write(&Cancel{Reason: "version mismatch"})
+					return res, fmt.Errorf("shard %d: the worker runs %s with MST %s, the coordinator %s with MST %s: install the same MST on the worker machine",
+						shard, m.Protocol, m.MSTVersion, Protocol, c.MSTVersion)
+				}
+				res.Hello = m
+			case *Acquire:
+				if res.Hello == nil {
+					return res, fmt.Errorf("shard %d: the worker sent acquire before hello", shard)
+				}
+				go func() {
+					sems, err := c.Limits.acquire(grantCtx, m.Providers, m.Servers)
+					if err != nil {
+						return
+					}
+					heldMu.Lock()
+					held[m.ID] = sems
+					heldMu.Unlock()
+					enc.Write(&Granted{ID: m.ID})
+				}()
+			case *Trial:
+				release(m.Acquire)
+				if c.Events != nil {
+					c.Events.Trial(shard, m)
+				}
+			case *Heartbeat, *NeedTokens:
+				// A heartbeat only proves the worker is alive. Tokens for
+				// connector servers come with a later version.
+			case *Done:
+				res.Done = m
+				if m.Error != "" {
+					return res, errors.New(m.Error)
+				}
+				return res, nil
+			default:
+				c.Logger.Warn("unexpected message from worker", "shard", shard, "type", fmt.Sprintf("%T", m))
+			}
+		}
+	}
+}
+
+// Limiter holds the eval's limits per provider and per server across every
+// shard of a run.
+type Limiter struct {
+	mu   sync.Mutex
+	sems map[string]*semaphore
+}
+
+// NewLimiter returns a limiter with caps per provider and per server. A
+// name without a cap is not limited.
+func NewLimiter(providers, servers map[string]int) *Limiter {
+	l := &Limiter{sems: map[string]*semaphore{}}
+	for name, n := range providers {
+		l.sems["provider:"+name] = newSemaphore(n)
+	}
+	for name, n := range servers {
+		l.sems["server:"+name] = newSemaphore(n)
+	}
+	return l
+}
+
+// acquire takes room for a trial, in a fixed order so two trials never
+// wait on each other.
+func (l *Limiter) acquire(ctx context.Context, providers, servers []string) ([]*semaphore, error) {
+	if l == nil {
+		return nil, nil
+	}
+	var names []string
+	for _, p := range providers {
+		names = append(names, "provider:"+p)
+	}
+	for _, s := range servers {
+		names = append(names, "server:"+s)
+	}
+	sort.Strings(names)
+	var got []*semaphore
+	for _, n := range names {
+		s := l.sems[n]
+		if s == nil {
+			continue
+		}
+		if err := s.acquire(ctx); err != nil {
+			for _, g := range got {
+				g.release()
+			}
+			return nil, err
+		}
+		got = append(got, s)
+	}
+	return got, nil
+}
+
+type semaphore struct{ ch chan struct{} }
+
+func newSemaphore(n int) *semaphore { return &semaphore{ch: make(chan struct{}, max(n, 1))} }
+
+func (s *semaphore) acquire(ctx context.Context) error {
+	select {
+	case s.ch <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *semaphore) release() { <-s.ch }

@@ -1,0 +1,22 @@
+// Package shard is mst.shard/v1, the protocol between the coordinator of a
+// run and the worker that runs one shard of it, with both sides: the worker
+// (the one trial loop every runner uses, local included) and the
+// coordinator's Serve.
+//
+// A shard is the trials of whole cases. Messages are JSON objects, one per
+// line, each with a "type"; unknown fields are ignored and unknown types
+// are an error (ErrUnknownMessage). The worker writes only protocol lines
+// to its stdout; its logs go to stderr.
+//
+//	worker                                  coordinator
+//	  hello {protocol, mstVersion, …}  ──▶   refuses another version
+//	  (readiness check of every server)
+//	  acquire {id, key, providers, servers} ▶ waits for room under the limits
+//	                                   ◀──   granted {id}
+//	  (runs the trial, writes its transcript)
+//	  trial {acquire, key, status, path} ──▶ gives the room back, grades
+//	  heartbeat {inFlight, done}       ──▶   (every 10 s; 60 s of silence: lost)
+//	                                   ◀──   cancel {reason}   (Ctrl-C)
+//	                                   ◀──   tokens {values}   (secrets, tokens)
+//	  done {counts, cleanupOk, error}  ──▶
+package shard

@@ -1,0 +1,151 @@
+package shard
+
+import (
+	"github.com/mst-eval/mst/transcript"
+)
+
+// Protocol is the name and version of the protocol, sent in hello.
+const Protocol = "mst.shard/v1"
+
+// Message types. Worker to coordinator: hello, acquire, need-tokens, trial,
+// heartbeat, done. Coordinator to worker: granted, tokens, cancel.
+const (
+	TypeHello      = "hello"
+	TypeAcquire    = "acquire"
+	TypeNeedTokens = "need-tokens"
+	TypeTrial      = "trial"
+	TypeHeartbeat  = "heartbeat"
+	TypeDone       = "done"
+	TypeGranted    = "granted"
+	TypeTokens     = "tokens"
+	TypeCancel     = "cancel"
+)
+
+// Hello is the worker's first message. The coordinator refuses a worker
+// whose Protocol or MSTVersion differs from its own, before any prompt.
+type Hello struct {
+	Protocol   string `json:"protocol"`
+	MSTVersion string `json:"mstVersion"`
+	Shard      int    `json:"shard"`
+	// ImageDigest identifies the machine image the worker runs in, when
+	// the runner knows it.
+	ImageDigest string `json:"imageDigest,omitempty"`
+	// ClientVersions maps client name to the version the worker found.
+	ClientVersions map[string]string `json:"clientVersions,omitempty"`
+	OS             string            `json:"os"`
+	Arch           string            `json:"arch"`
+}
+
+// Acquire asks for room to run one trial under the eval's limits. The worker
+// waits for Granted with the same ID before it sends the prompt.
+type Acquire struct {
+	ID        int64          `json:"id"`
+	Key       transcript.Key `json:"key"`
+	Providers []string       `json:"providers,omitempty"`
+	Servers   []string       `json:"servers,omitempty"`
+}
+
+// NeedTokens asks the coordinator for fresh access tokens for servers.
+type NeedTokens struct {
+	Servers []string `json:"servers"`
+}
+
+// Trial reports that a trial ended and its transcript was written. It gives
+// back the room its Acquire took.
+type Trial struct {
+	// Acquire is the ID of the Acquire this trial ran under (0 when none).
+	Acquire int64          `json:"acquire,omitempty"`
+	Key     transcript.Key `json:"key"`
+	Status  string         `json:"status"`
+	Cause   string         `json:"cause,omitempty"`
+	// Path is the transcript's path relative to the run's folder.
+	Path       string  `json:"path"`
+	DurationMs float64 `json:"durationMs"`
+}
+
+// Heartbeat tells the coordinator the worker is alive while trials run.
+type Heartbeat struct {
+	InFlight int `json:"inFlight"`
+	Done     int `json:"done"`
+}
+
+// Done is the worker's last message.
+type Done struct {
+	Counts transcript.Counts `json:"counts"`
+	// CleanupOK is false when closing a client or server failed.
+	CleanupOK bool `json:"cleanupOk"`
+	// Error is set when the shard could not run (a failed readiness check).
+	Error string `json:"error,omitempty"`
+}
+
+// Granted answers an Acquire.
+type Granted struct {
+	ID int64 `json:"id"`
+}
+
+// Tokens hands the worker access tokens and secret values. They are kept in
+// memory only.
+type Tokens struct {
+	Values map[string]string `json:"values"`
+}
+
+// Cancel asks the worker to stop: trials in flight end as cancelled and no
+// new trial starts.
+type Cancel struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// envelope is a message on the wire: its type plus its fields, flat.
+type envelope struct {
+	Type string `json:"type"`
+}
+
+// messageType returns the wire type of a message value.
+func messageType(m any) string {
+	switch m.(type) {
+	case *Hello:
+		return TypeHello
+	case *Acquire:
+		return TypeAcquire
+	case *NeedTokens:
+		return TypeNeedTokens
+	case *Trial:
+		return TypeTrial
+	case *Heartbeat:
+		return TypeHeartbeat
+	case *Done:
+		return TypeDone
+	case *Granted:
+		return TypeGranted
+	case *Tokens:
+		return TypeTokens
+	case *Cancel:
+		return TypeCancel
+	}
+	return ""
+}
+
+// newMessage returns a zero message for a wire type.
+func newMessage(typ string) any {
+	switch typ {
+	case TypeHello:
+		return new(Hello)
+	case TypeAcquire:
+		return new(Acquire)
+	case TypeNeedTokens:
+		return new(NeedTokens)
+	case TypeTrial:
+		return new(Trial)
+	case TypeHeartbeat:
+		return new(Heartbeat)
+	case TypeDone:
+		return new(Done)
+	case TypeGranted:
+		return new(Granted)
+	case TypeTokens:
+		return new(Tokens)
+	case TypeCancel:
+		return new(Cancel)
+	}
+	return nil
+}

@@ -1,0 +1,345 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mst-eval/mst/client"
+	"github.com/mst-eval/mst/dataset"
+	"github.com/mst-eval/mst/servers"
+	"github.com/mst-eval/mst/store"
+	"github.com/mst-eval/mst/transcript"
+)
+
+// HeartbeatEvery is how often a worker sends a heartbeat while it runs.
+const HeartbeatEvery = 10 * time.Second
+
+// Worker runs the trials of one shard: the one trial loop every runner uses.
+type Worker struct {
+	Clients *client.Registry
+	// Results is the run folder transcripts are written to.
+	Results *store.Run
+	// Env holds the values clients may read (keys); see client.OpenParams.
+	Env map[string]string
+	// Environment says where the worker runs.
+	Environment transcript.Environment
+	Logger      *slog.Logger
+	MSTVersion  string
+	// WorkDir is a folder for sessions' files.
+	WorkDir string
+}
+
+// Run runs the bundle's trials, reading coordinator messages from in and
+// writing protocol messages to out (nothing else). It returns when every
+// trial has ended or a cancel arrived and in-flight trials ended.
+func (w *Worker) Run(ctx context.Context, b *Bundle, in io.Reader, out io.Writer) error {
+	enc := NewEncoder(out)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// runCtx ends on cancel (Ctrl-C or a cancel message): trials in flight
+	// end as cancelled.
+	r := &workerRun{w: w, b: b, enc: enc, grants: map[int64]chan struct{}{}}
+	go r.readCoordinator(in, cancel)
+
+	if err := enc.Write(&Hello{Protocol: Protocol, MSTVersion: w.MSTVersion, Shard: b.Shard, OS: runtime.GOOS, Arch: runtime.GOARCH}); err != nil {
+		return fmt.Errorf("writing hello: %w", err)
+	}
+	if err := r.ready(ctx); err != nil {
+		enc.Write(&Done{Error: err.Error(), CleanupOK: true})
+		return err
+	}
+
+	hbCtx, stopHB := context.WithCancel(context.Background())
+	go r.heartbeat(hbCtx)
+
+	conc := max(b.Concurrency, 1)
+	slots := make(chan struct{}, conc)
+	var wg sync.WaitGroup
+	for _, key := range b.Trials {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			r.trial(ctx, key)
+		})
+	}
+	wg.Wait()
+	stopHB()
+	cleanup := r.closeSessions()
+	return enc.Write(&Done{Counts: r.counts(), CleanupOK: cleanup == nil})
+}
+
+type workerRun struct {
+	w   *Worker
+	b   *Bundle
+	enc *Encoder
+
+	mu       sync.Mutex
+	grants   map[int64]chan struct{}
+	nextID   int64
+	pools    map[string]*pool
+	tally    transcript.Counts
+	inFlight atomic.Int64
+	done     atomic.Int64
+}
+
+// readCoordinator handles granted, tokens and cancel until in ends.
+func (r *workerRun) readCoordinator(in io.Reader, cancel context.CancelFunc) {
+	dec := NewDecoder(in)
+	for {
+		m, err := dec.Read()
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, ErrUnknownMessage) {
+				r.w.Logger.Warn("coordinator channel", "err", err)
+			}
+			if errors.Is(err, ErrUnknownMessage) {
+				r.w.Logger.Warn("ignoring a message this worker does not know", "err", err)
+				continue
+			}
+			// The coordinator is gone: stop.
+			cancel()
+			return
+		}
+		switch m := m.(type) {
+		case *Granted:
+			r.mu.Lock()
+			ch := r.grants[m.ID]
+			delete(r.grants, m.ID)
+			r.mu.Unlock()
+			if ch != nil {
+				close(ch)
+			}
+		case *Tokens:
+			r.mu.Lock()
+			for k, v := range m.Values {
+				r.w.Env[k] = v
+			}
+			r.mu.Unlock()
+		case *Cancel:
+			r.w.Logger.Info("cancel received", "reason", m.Reason)
+			cancel()
+		}
+	}
+}
+
+func (r *workerRun) heartbeat(ctx context.Context) {
+	t := time.NewTicker(HeartbeatEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.enc.Write(&Heartbeat{InFlight: int(r.inFlight.Load()), Done: int(r.done.Load())})
+		}
+	}
+}
+
+// ready is the readiness check: every server of every variant connects and
+// lists at least one tool, with the variant's tool overrides valid.
+func (r *workerRun) ready(ctx context.Context) error {
+	var list []servers.Server
+	for _, v := range r.b.Variants {
+		list = append(list, v.Servers...)
+	}
+	if err := servers.Ready(ctx, list); err != nil {
+		return fmt.Errorf("readiness check failed, no trial ran:\n%w", err)
+	}
+	return nil
+}
+
+func (r *workerRun) variant(name string) *Variant {
+	for i := range r.b.Variants {
+		if r.b.Variants[i].Name == name {
+			return &r.b.Variants[i]
+		}
+	}
+	return nil
+}
+
+func (r *workerRun) caseByID(id string) *dataset.Case {
+	for i := range r.b.Cases {
+		if r.b.Cases[i].ID == id {
+			return &r.b.Cases[i]
+		}
+	}
+	return nil
+}
+
+// acquire asks the coordinator for room and waits for it.
+func (r *workerRun) acquire(ctx context.Context, key transcript.Key, v *Variant) (int64, error) {
+	r.mu.Lock()
+	r.nextID++
+	id := r.nextID
+	ch := make(chan struct{})
+	r.grants[id] = ch
+	r.mu.Unlock()
+	a := &Acquire{ID: id, Key: key}
+	if v.Provider != "" {
+		a.Providers = []string{v.Provider}
+	}
+	for _, s := range v.Servers {
+		a.Servers = append(a.Servers, s.Name)
+	}
+	if err := r.enc.Write(a); err != nil {
+		return id, err
+	}
+	select {
+	case <-ch:
+		return id, nil
+	case <-ctx.Done():
+		return id, ctx.Err()
+	}
+}
+
+// trial runs one trial and reports it. A trial that never got room (the
+// run was cancelled first) writes nothing: it stays missing.
+func (r *workerRun) trial(ctx context.Context, key transcript.Key) {
+	v := r.variant(key.Variant)
+	c := r.caseByID(key.Case)
+	if v == nil || c == nil {
+		r.w.Logger.Error("bundle names an unknown variant or case", "key", key)
+		return
+	}
+	id, err := r.acquire(ctx, key, v)
+	if err != nil {
+		return
+	}
+	r.inFlight.Add(1)
+	defer r.inFlight.Add(-1)
+	t := r.runTrial(ctx, key, v, c)
+	path, werr := r.w.Results.WriteTranscript(t)
+	if werr != nil {
+		r.w.Logger.Error("writing transcript", "key", key, "err", werr)
+		return
+	}
+	r.mu.Lock()
+	r.tally.Add(t.Outcome.Status)
+	r.mu.Unlock()
+	r.done.Add(1)
+	r.enc.Write(&Trial{Acquire: id, Key: key, Status: t.Outcome.Status, Cause: t.Outcome.Cause, Path: path, DurationMs: t.Timing.DurationMs})
+}
+
+// runTrial drives the client for one trial under MST's rules: the timeout
+// runs from the prompt to the transcript, setup excluded; a run cancelled
+// meanwhile makes the trial cancelled.
+func (r *workerRun) runTrial(ctx context.Context, key transcript.Key, v *Variant, c *dataset.Case) *transcript.Transcript {
+	t := &transcript.Transcript{
+		Kind: "mst.transcript", Version: transcript.Version, Run: r.b.Run.ID, Key: key, Shard: r.b.Shard,
+		Client: transcript.ClientInfo{Name: v.Client}, Model: v.Model, Prompt: c.Input,
+		Environment: r.w.Environment,
+	}
+	setupStart := time.Now()
+	p, err := r.pool(v)
+	var sess *pooled
+	if err == nil {
+		sess, err = p.get(ctx)
+	}
+	t.Timing.SetupMs = ms(time.Since(setupStart))
+	start := time.Now()
+	t.Timing.Started = start.UTC()
+	finish := func() *transcript.Transcript {
+		end := time.Now()
+		t.Timing.Ended = end.UTC()
+		t.Timing.DurationMs = ms(end.Sub(start))
+		return t
+	}
+	if err != nil {
+		t.Outcome = openFailure(ctx, err)
+		return finish()
+	}
+	tctx, cancel := ctx, context.CancelFunc(func() {})
+	if v.Timeout > 0 {
+		tctx, cancel = context.WithTimeout(ctx, v.Timeout)
+	}
+	res, err := sess.session.Run(tctx, client.Trial{Key: key, Prompt: c.Input, Metadata: c.Metadata})
+	timedOut := tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
+	cancel()
+	t.Servers, t.Messages, t.ToolCalls, t.Answer, t.Usage = res.Servers, res.Messages, res.ToolCalls, res.Answer, res.Usage
+	t.Client.Version, t.ClientTelemetry = res.ClientVersion, res.ClientTelemetry
+	t.Outcome = res.Outcome
+	next := res.Next
+	switch {
+	case ctx.Err() != nil:
+		t.Outcome = transcript.Outcome{Status: transcript.Cancelled, Detail: "the run was interrupted during this trial"}
+	case timedOut:
+		t.Outcome = transcript.Outcome{Status: transcript.TimedOut, Detail: fmt.Sprintf("no answer within the timeout (%s)", v.Timeout)}
+		next = max(next, client.Reset)
+	case err != nil:
+		t.Outcome = transcript.Outcome{Status: transcript.Errored, Cause: causeOf(err), Detail: err.Error()}
+		next = max(next, client.Reset)
+	case t.Outcome.Status == "":
+		t.Outcome = transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseClient, Detail: "the client returned no outcome"}
+	}
+	p.put(ctx, sess, next, r.w.Logger)
+	return finish()
+}
+
+func openFailure(ctx context.Context, err error) transcript.Outcome {
+	if ctx.Err() != nil {
+		return transcript.Outcome{Status: transcript.Cancelled, Detail: "the run was interrupted before this trial started"}
+	}
+	return transcript.Outcome{Status: transcript.Errored, Cause: causeOf(err), Detail: "opening the client: " + err.Error()}
+}
+
+// causeOf says which part an error came from.
+func causeOf(err error) string {
+	if errors.Is(err, servers.ErrServer) {
+		return transcript.CauseServer
+	}
+	return transcript.CauseClient
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func (r *workerRun) counts() transcript.Counts {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.tally
+	c.Planned = len(r.b.Trials)
+	c.Missing = c.Planned - c.Done()
+	return c
+}
+
+func (r *workerRun) pool(v *Variant) (*pool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pools == nil {
+		r.pools = map[string]*pool{}
+	}
+	if p, ok := r.pools[v.Name]; ok {
+		return p, nil
+	}
+	def, err := r.w.Clients.Lookup(v.Client)
+	if err != nil {
+		return nil, err
+	}
+	p := &pool{def: def, params: client.OpenParams{
+		Variant: v.Name, Model: v.Model, Options: v.Options, Servers: v.Servers,
+		Env: r.w.Env, Environment: r.w.Environment, Logger: r.w.Logger.With("variant", v.Name), WorkDir: r.w.WorkDir,
+	}}
+	r.pools[v.Name] = p
+	return p, nil
+}
+
+func (r *workerRun) closeSessions() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var errs []error
+	for _, p := range r.pools {
+		errs = append(errs, p.close())
+	}
+	return errors.Join(errs...)
+}
