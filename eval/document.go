@@ -108,8 +108,7 @@ func parseYAML(data []byte) (*document, *syntaxError) {
 		return nil, &syntaxError{msg: "the file is empty"}
 	case 1:
 	default:
-		tk := bodies[1].GetToken()
-		return nil, &syntaxError{position: tokenPosition(tk), msg: fmt.Sprintf("the file holds %d YAML documents; an eval config is a single document (remove the --- separators)", len(bodies))}
+		return nil, &syntaxError{position: nodeStart(bodies[1]), msg: fmt.Sprintf("the file holds %d YAML documents; an eval config is a single document (remove the --- separators)", len(bodies))}
 	}
 	var v any
 	if err := yaml.NodeToValue(bodies[0], &v, yaml.UseOrderedMap()); err != nil {
@@ -134,6 +133,22 @@ func tokenPosition(tk *token.Token) position {
 		return position{}
 	}
 	return position{line: tk.Position.Line, col: tk.Position.Column}
+}
+
+// nodeStart is where n begins in the file. A block mapping's own token is
+// its first colon, so the start of its first key is used instead.
+func nodeStart(n ast.Node) position {
+	switch v := n.(type) {
+	case *ast.MappingNode:
+		if !v.IsFlowStyle && len(v.Values) > 0 {
+			return nodeStart(v.Values[0])
+		}
+	case *ast.MappingValueNode:
+		return nodeStart(v.Key)
+	case *ast.MappingKeyNode:
+		return tokenPosition(v.GetToken())
+	}
+	return tokenPosition(n.GetToken())
 }
 
 // fromYAML turns a decoded YAML value into a plain JSON value, recording the
@@ -201,7 +216,7 @@ func (d *document) walkYAML(n ast.Node, tokens []string) {
 		for i, item := range n.Values {
 			t := child(tokens, strconv.Itoa(i))
 			if item != nil {
-				d.pos[pointer(t)] = tokenPosition(item.GetToken())
+				d.pos[pointer(t)] = nodeStart(item)
 				d.walkYAML(item, t)
 			}
 		}
@@ -231,7 +246,7 @@ func (d *document) walkPair(mv *ast.MappingValueNode, tokens []string) {
 	}
 	t := child(tokens, name)
 	if _, seen := d.pos[pointer(t)]; !seen {
-		d.pos[pointer(t)] = tokenPosition(key.GetToken())
+		d.pos[pointer(t)] = nodeStart(key)
 	}
 	if mv.Value != nil {
 		d.walkYAML(mv.Value, t)
@@ -249,8 +264,8 @@ func parseJSON(data []byte) (*document, *syntaxError) {
 	if err != nil {
 		return nil, p.syntaxError(err)
 	}
+	at := p.start()
 	if _, err := p.dec.Token(); err != io.EOF {
-		at := p.start()
 		return nil, &syntaxError{position: offsetPosition(data, at), msg: "unexpected text after the end of the JSON value"}
 	}
 	p.d.root = root

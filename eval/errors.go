@@ -59,12 +59,19 @@ func (es Errors) Error() string {
 // duplicates.
 func sortErrors(es Errors) Errors {
 	slices.SortStableFunc(es, func(a, b Error) int {
-		if c := naturalCompare(a.Path, b.Path); c != 0 {
+		if c := naturalCompare(sortKey(a.Path), sortKey(b.Path)); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Msg, b.Msg)
 	})
 	return slices.Compact(es)
+}
+
+// sortKey rewrites a path so that keys and indexes compare alike, whether
+// written servers.a, servers["a b"] or servers[1]. The separator sorts
+// before every character a name can hold.
+func sortKey(path string) string {
+	return strings.NewReplacer(`["`, "\x00", `"]`, "", "[", "\x00", "]", "", ".", "\x00").Replace(path)
 }
 
 // naturalCompare compares a and b, treating runs of digits as numbers.

@@ -186,8 +186,9 @@ func comparisonText(c Comparison) string {
 	default:
 		s += fmt.Sprintf("%s passes more often on %d of %s, %s on %d", c.B, c.BBetter, plural(c.Cases, "case"), c.A, c.ABetter)
 	}
-	s += fmt.Sprintf(" (mean %s, 95%% CI %s … %s), sign test %s",
-		signed(*c.MeanDifference), signed(c.Interval.Low), signed(c.Interval.High), pValue(*c.SignTestP))
+	// Name the direction of the difference: it is negative when A wins.
+	s += fmt.Sprintf(" (mean %s−%s %s, 95%% CI %s … %s), sign test %s",
+		c.B, c.A, signed(*c.MeanDifference), signed(c.Interval.Low), signed(c.Interval.High), pValue(*c.SignTestP))
 	if c.Unpaired > 0 {
 		s += fmt.Sprintf("; %s left out, no graded trial under one of them", plural(c.Unpaired, "case"))
 	}

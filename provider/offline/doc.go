@@ -30,7 +30,7 @@
 //     "forecast").
 //   - Words are lowercased. Words of one character, words made only of
 //     digits, and stop words are dropped. The stop words are a fixed list of
-//     about a hundred English function words (articles, pronouns, auxiliary
+//     about 120 English function words (articles, pronouns, auxiliary
 //     verbs, prepositions, question words) plus a few words that carry no
 //     subject in a request, such as "please", "tell", "show", "get" and
 //     "give"; see isStopWord.
@@ -78,7 +78,8 @@
 //     trailing "'s" is removed from a word ("Oslo's" gives "Oslo").
 //   - A required object gets {} and a required array gets [].
 //
-// A tool whose input schema cannot be read is called with {}.
+// A tool whose input schema cannot be read is called with {}. Tool call ids
+// are "offline_call_<n>", where n counts the assistant turns so far plus one.
 //
 // # Answering from tool results
 //

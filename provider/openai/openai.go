@@ -1,56 +1,11 @@
-// Package openai is the provider for OpenAI's APIs and the servers that copy
-// them (Ollama, vLLM, gateways), built on the official SDK
-// (github.com/openai/openai-go/v3). It speaks one of two wire formats,
-// chosen by provider.Options.API:
-//
-//   - "responses" (the default): the Responses API, used statelessly. Each
-//     Complete sends the whole conversation as input items (user and
-//     assistant messages, function_call items with their call_id,
-//     function_call_output items answering them), never previous_response_id,
-//     and asks the API not to store the response. The answer is streamed and
-//     the response of the terminal event (response.completed or
-//     response.incomplete) is taken.
-//   - "chat": the Chat Completions API, not streamed, so that the usage is
-//     always reported, whatever the server. Assistant messages carry
-//     tool_calls; tool results are tool messages with their tool_call_id.
-//
-// New builds the SDK client once; Complete may then be called from any number
-// of goroutines.
-//
-// Mapping, in both formats:
-//   - Tools are function tools whose parameters are the tool's JSON Schema,
-//     not strict (strict mode would reject most MCP schemas).
-//   - Request.System becomes the instructions (Responses) or a system
-//     message (Chat Completions).
-//   - Request.MaxTokens (4096 when 0) becomes max_output_tokens (Responses)
-//     or max_completion_tokens (Chat Completions).
-//   - Request.ReasoningEffort, when set, becomes reasoning.effort
-//     (Responses) or reasoning_effort (Chat Completions).
-//   - A tool result's IsError has no place in either format and is dropped;
-//     the content goes as it is.
-//   - Arguments the model sent that are not valid JSON are kept as a JSON
-//     string (see ArgumentsFromText in provider/internal/wire) and sent back
-//     as the original text.
-//   - Usage.CachedTokens is the part of the input tokens read from the
-//     prompt cache. StopReason is the Responses status ("completed", or the
-//     incomplete reason such as "max_output_tokens"), or the Chat Completions
-//     finish_reason ("stop", "tool_calls", "length", …).
-//
-// Errors: the SDK retries 408, 409, 429 and 5xx answers itself, honouring
-// retry-after headers, Options.MaxRetries times. A failure reported inside a
-// Responses stream (an error event, a failed response, or a stream cut off
-// before its terminal event) is retried here on the same budget. What remains
-// is returned as a *provider.Error when the API answered with an error, and
-// as the network or context error otherwise.
 package openai
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
-	"strings"
+	"time"
 
 	sdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -77,6 +32,8 @@ type client struct {
 	retries   int
 	responses responses.ResponseService
 	chat      sdk.ChatCompletionService
+	// backoff is the wait before a retry of a failed Responses stream.
+	backoff func(n int) time.Duration
 }
 
 // New returns a provider that asks model through the API that opts.API names.
@@ -109,6 +66,7 @@ func New(model string, opts provider.Options) (provider.Provider, error) {
 	ropts := []option.RequestOption{
 		option.WithEnvironmentProduction(),
 		option.WithMaxRetries(retries),
+		option.WithMiddleware(normalizeErrorBody),
 	}
 	if opts.BaseURL != "" {
 		u, err := url.Parse(opts.BaseURL)
@@ -120,7 +78,7 @@ func New(model string, opts provider.Options) (provider.Provider, error) {
 	if opts.APIKey != "" {
 		ropts = append(ropts, option.WithAPIKey(opts.APIKey))
 	}
-	c := &client{api: api, model: model, retries: retries}
+	c := &client{api: api, model: model, retries: retries, backoff: wire.Backoff}
 	if api == APIChat {
 		c.chat = sdk.NewChatCompletionService(ropts...)
 	} else {
@@ -139,74 +97,4 @@ func (c *client) Complete(ctx context.Context, req provider.Request) (provider.R
 		return c.completeChat(ctx, model, req)
 	}
 	return c.completeResponses(ctx, model, req)
-}
-
-// streamError is a failure reported inside a successful HTTP response: an
-// error event, a failed response, or an error object in a stream.
-type streamError struct {
-	Code    string
-	Message string
-}
-
-func (e *streamError) Error() string {
-	return fmt.Sprintf("openai: error in the response stream: %s: %s", e.Code, e.Message)
-}
-
-// status guesses the HTTP status that stands for a stream error's code.
-func (e *streamError) status() int {
-	c := strings.ToLower(e.Code)
-	switch {
-	case strings.Contains(c, "rate_limit"):
-		return http.StatusTooManyRequests
-	case strings.HasPrefix(c, "invalid"):
-		return http.StatusBadRequest
-	default:
-		return http.StatusInternalServerError
-	}
-}
-
-// errCutOff is a Responses stream that ended before its terminal event.
-var errCutOff = errors.New("openai: the response stream ended before response.completed")
-
-// retryableStreamError reports whether err is a failure that happened after
-// the API accepted the request and is worth another attempt. HTTP errors are
-// not: the SDK has already retried them.
-func retryableStreamError(err error) bool {
-	if errors.Is(err, errCutOff) {
-		return true
-	}
-	var se *streamError
-	return errors.As(err, &se) && wire.Retryable(se.status())
-}
-
-// toError turns an error from the SDK or from reading a stream into a
-// *provider.Error when the API answered with one, and adds the provider name
-// to the others.
-func toError(err error) error {
-	var apiErr *sdk.Error
-	if errors.As(err, &apiErr) {
-		msg := apiErr.Message
-		if msg == "" {
-			msg = strings.TrimSpace(apiErr.RawJSON())
-		}
-		if msg == "" {
-			msg = http.StatusText(apiErr.StatusCode)
-		}
-		if apiErr.Code != "" && !strings.Contains(msg, apiErr.Code) {
-			msg = apiErr.Code + ": " + msg
-		}
-		return &provider.Error{Provider: name, Status: apiErr.StatusCode, Message: msg}
-	}
-	var se *streamError
-	if errors.As(err, &se) {
-		msg := se.Message
-		if se.Code != "" {
-			msg = se.Code + ": " + msg
-		}
-		return &provider.Error{Provider: name, Status: se.status(), Message: msg}
-	}
-	if strings.HasPrefix(err.Error(), name+":") {
-		return err
-	}
-	return fmt.Errorf("openai: %w", err)
 }

@@ -25,7 +25,7 @@ func (c *client) completeResponses(ctx context.Context, model string, req provid
 		return provider.Response{}, err
 	}
 	var res *responses.Response
-	err = wire.Retry(ctx, c.retries, wire.Backoff, retryableStreamError, func(ctx context.Context) error {
+	err = wire.Retry(ctx, c.retries, c.backoff, retryableStreamError, func(ctx context.Context) error {
 		var err error
 		res, err = c.streamResponse(ctx, params)
 		return err

@@ -26,10 +26,11 @@
 //  2. a 400 error if the body is not what the format requires;
 //  3. the Turn of the matching Conversation, after waiting Script.Latency.
 //
-// The Conversation is chosen by the text of the conversation's first user
-// message, and the Turn by how many model turns the history already holds,
-// so a client that replays the whole conversation on every request (as all
-// of them do) gets the next scripted turn each time.
+// The Conversation is chosen by the conversation's first user text
+// (Request.FirstUserText), and the Turn by how many model turns the history
+// already holds, so a client that replays the whole conversation on every
+// request (as all of them do) gets the next scripted turn each time. The
+// server keeps no conversation state of its own.
 //
 // A Server may be used from many goroutines at once.
 package providertest

@@ -180,7 +180,7 @@ func newServer(t testing.TB, s Script, hold func(ctx context.Context)) *Server {
 		"/v1/responses":        responsesFormat(),
 		"/v1/chat/completions": chatFormat(),
 	}
-	hs := httptest.NewServer(srv)
+	hs := httptest.NewServer(http.HandlerFunc(srv.serveHTTP))
 	srv.URL = hs.URL
 	t.Cleanup(hs.Close)
 	return srv
@@ -239,8 +239,8 @@ type idSource func(prefix string) string
 // maxBody bounds the request body the server reads.
 const maxBody = 64 << 20
 
-// ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// serveHTTP answers one request; see the package documentation for the flow.
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
 	rec := Request{
 		Path:   r.URL.Path,
@@ -274,8 +274,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.enter()
 	defer s.leave()
 
-	p, perr := parsed{}, err
-	if err == nil {
+	var p parsed
+	var perr error
+	if err != nil {
+		perr = fmt.Errorf("providertest: reading the request body: %w", err)
+	} else {
 		p, perr = f.parse(body)
 	}
 	rec.Model, rec.Stream = p.model, p.stream

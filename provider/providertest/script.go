@@ -192,6 +192,12 @@ func split(s string) []string {
 		mid--
 	}
 	if mid == 0 {
+		mid = len(s) / 2
+		for mid < len(s) && !utf8.RuneStart(s[mid]) {
+			mid++
+		}
+	}
+	if mid == 0 || mid == len(s) {
 		return []string{s}
 	}
 	return []string{s[:mid], s[mid:]}

@@ -1,0 +1,43 @@
+package cli_test
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/mst-eval/mst/internal/cli"
+	"github.com/mst-eval/mst/internal/testserver"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"mst": func() {
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			code := cli.Main(ctx, os.Args[1:], cli.OSStdio())
+			stop()
+			os.Exit(code)
+		},
+		"mcp-testserver": func() { os.Exit(testserver.Main()) },
+	})
+}
+
+// TestScripts runs the CLI scripts in testdata/script: each is a txtar
+// archive of files and commands, run in a fresh folder.
+func TestScripts(t *testing.T) {
+	t.Parallel()
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		RequireExplicitExec: false,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("NO_COLOR", "1")
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"waitfiles": waitFiles,
+		},
+	})
+}
