@@ -32,6 +32,28 @@ var fakeClients = map[string]string{
 		}
 	}`,
 	"bare": ``,
+	// rich uses many JSON Schema keywords, to exercise how their failures
+	// are worded.
+	"rich": `{
+		"type": "object",
+		"additionalProperties": false,
+		"properties": {
+			"mode": {"const": "fast"},
+			"label": {"type": "string", "maxLength": 3, "minLength": 2},
+			"ratio": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+			"step": {"type": "number", "multipleOf": 0.5, "maximum": 10},
+			"tags": {"type": "array", "minItems": 2, "maxItems": 3, "uniqueItems": true},
+			"old": false,
+			"not": {"not": {"type": "string"}},
+			"pair": {"type": "object", "minProperties": 2, "maxProperties": 2, "dependentRequired": {"a": ["b"]}},
+			"either": {"anyOf": [{"type": "integer"}, {"type": "boolean"}]},
+			"both": {"oneOf": [{"type": "integer"}, {"type": "number"}]},
+			"shape": {"oneOf": [
+				{"type": "object", "required": ["x"], "properties": {"x": {"type": "integer"}}},
+				{"type": "object", "required": ["y"], "properties": {"y": {"type": "integer"}}}
+			]}
+		}
+	}`,
 }
 
 func (fakeCatalog) ClientOptions(client string) (json.RawMessage, error) {

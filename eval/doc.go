@@ -13,7 +13,8 @@
 //     patterns. The validator's findings are rewritten into short sentences
 //     with a did-you-mean for misspelt keys.
 //  3. Cross references: variant servers, tool overrides and limits name
-//     declared servers; a server has exactly one of command and url.
+//     declared servers; a server has exactly one of command and url, and
+//     an http(s) url; every dataset file exists (it is not read here).
 //  4. Each variant's clientOptions against its client's own options schema,
 //     and each grader through the [Catalog].
 //

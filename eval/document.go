@@ -308,6 +308,9 @@ func (p *jsonParser) value(tokens []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if n, ok := tok.(json.Number); ok {
+		return canonicalNumber(n), nil
+	}
 	delim, ok := tok.(json.Delim)
 	if !ok {
 		return tok, nil
@@ -380,4 +383,18 @@ func offsetPosition(data []byte, off int64) position {
 	line := bytes.Count(before, []byte("\n")) + 1
 	lineStart := bytes.LastIndexByte(before, '\n') + 1
 	return position{line: line, col: utf8.RuneCount(before[lineStart:]) + 1}
+}
+
+// canonicalNumber writes a whole number given with a fraction or an
+// exponent (3.0, 1e3) as an integer, so that it decodes into an int field
+// as the schema, which counts it as an integer, promises.
+func canonicalNumber(n json.Number) json.Number {
+	if !strings.ContainsAny(string(n), ".eE") {
+		return n
+	}
+	f, err := n.Float64()
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return n
+	}
+	return json.Number(strconv.FormatInt(int64(f), 10))
 }

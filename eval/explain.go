@@ -53,7 +53,11 @@ func (x *explainer) walk(e *jsonschema.ValidationError) []problem {
 		return x.causes(e)
 	case *kind.OneOf:
 		if len(k.Subschemas) > 1 {
-			return []problem{{x.loc(e), "matches more than one of the allowed forms; keep the keys of one"}}
+			msg := "matches more than one of the allowed forms"
+			if _, isObj := valueAt(x.doc, x.loc(e)).(map[string]any); isObj {
+				msg += "; keep the keys of one"
+			}
+			return []problem{{x.loc(e), msg}}
 		}
 		return x.alternatives(e)
 	case *kind.AnyOf:

@@ -271,3 +271,25 @@ func TestLoadReturnsErrors(t *testing.T) {
 		t.Fatalf("Load(missing file) = %v, want one Errors entry", err)
 	}
 }
+
+func TestLoadWholeNumbers(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ file, content string }{
+		{"eval.json", `{"name": "n", "datasets": ["/dev/null"], "servers": {"s": {"command": "node"}}, "variants": {"v": {"model": "offline"}}, "trials": 3.0, "limits": {"concurrency": 2e0}}`},
+		{"eval.yaml", "name: n\ndatasets: [/dev/null]\nservers: {s: {command: node}}\nvariants: {v: {model: offline}}\ntrials: 3.0\nlimits: {concurrency: 2.0}\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			writeFiles(t, dir, map[string]string{tt.file: tt.content})
+			got, err := Load(filepath.Join(dir, tt.file), fakeCatalog{})
+			if err != nil {
+				t.Fatalf("Load(%s) failed:\n%v", tt.file, err)
+			}
+			if got.Trials != 3 || got.Limits.Concurrency != 2 {
+				t.Errorf("Load(%s): trials %d, concurrency %d, want 3 and 2", tt.file, got.Trials, got.Limits.Concurrency)
+			}
+		})
+	}
+}

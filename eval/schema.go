@@ -42,39 +42,68 @@ type Catalog interface {
 // with the catalog's grader schema as the items of graders. It panics when
 // the catalog's grader schema is not JSON, which is a broken build.
 func Schema(cat Catalog) []byte {
-	doc, err := buildSchema(cat)
+	b, err := schemaBytes(cat)
 	if err != nil {
 		panic(err)
 	}
-	b, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		panic(fmt.Sprintf("eval: encoding the config schema: %v", err))
+	return b
+}
+
+// graderSlot is the placeholder in schema.json that the grader schema
+// replaces.
+const graderSlot = `{"$comment": "the grader schema goes here"}`
+
+// schemaBytes splices the grader schema into schema.json's text, keeping
+// the order the keys are written in there.
+func schemaBytes(cat Catalog) ([]byte, error) {
+	grader := map[string]any{"type": "object"}
+	if raw := cat.GraderSchema(); len(bytes.TrimSpace(raw)) > 0 {
+		v, err := decodeJSONValue(raw)
+		if err != nil {
+			return nil, fmt.Errorf("eval: the grader schema is not JSON: %w", err)
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("eval: the grader schema is not a JSON object")
+		}
+		grader = m
 	}
-	return append(b, '\n')
+	if _, has := grader["$id"]; !has {
+		// Its own $id makes it a schema resource, so that references
+		// inside it ("#/$defs/…") resolve against it once embedded.
+		grader["$id"] = graderSchemaID
+	}
+	compact, err := json.Marshal(grader)
+	if err != nil {
+		return nil, fmt.Errorf("eval: encoding the grader schema: %w", err)
+	}
+	at := bytes.Index(schemaJSON, []byte(graderSlot))
+	if at < 0 {
+		return nil, fmt.Errorf("eval: schema.json has no place for the grader schema")
+	}
+	lineStart := bytes.LastIndexByte(schemaJSON[:at], '\n') + 1
+	indent := schemaJSON[lineStart:at]
+	indent = indent[:len(indent)-len(bytes.TrimLeft(indent, " "))]
+	var out bytes.Buffer
+	out.Write(schemaJSON[:at])
+	if err := json.Indent(&out, compact, string(indent), "  "); err != nil {
+		return nil, fmt.Errorf("eval: indenting the grader schema: %w", err)
+	}
+	out.Write(schemaJSON[at+len(graderSlot):])
+	return out.Bytes(), nil
 }
 
 // buildSchema returns the config's schema as JSON values (numbers as
 // json.Number), ready for the validator.
-func buildSchema(cat Catalog) (map[string]any, error) {
-	root, err := decodeJSONValue(schemaJSON)
+func buildSchema(cat Catalog) (any, error) {
+	b, err := schemaBytes(cat)
 	if err != nil {
-		return nil, fmt.Errorf("eval: reading the embedded config schema: %w", err)
+		return nil, err
 	}
-	doc := root.(map[string]any)
-	grader := any(map[string]any{"type": "object"})
-	if raw := cat.GraderSchema(); len(bytes.TrimSpace(raw)) > 0 {
-		grader, err = decodeJSONValue(raw)
-		if err != nil {
-			return nil, fmt.Errorf("eval: the grader schema is not JSON: %w", err)
-		}
+	doc, err := decodeJSONValue(b)
+	if err != nil {
+		return nil, fmt.Errorf("eval: reading the config schema: %w", err)
 	}
-	if g, ok := grader.(map[string]any); ok {
-		if _, has := g["$id"]; !has {
-			g["$id"] = graderSchemaID
-		}
-	}
-	graders := doc["properties"].(map[string]any)["graders"].(map[string]any)
-	graders["items"] = grader
 	return doc, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -124,6 +125,10 @@ func (c *Conn) startError(ctx context.Context, timeout time.Duration, doing stri
 	var execErr *exec.Error
 	if errors.As(err, &execErr) {
 		return fmt.Errorf("server %s: %w: cannot start %q: %v (check servers.%s.command)", s.Name, ErrServer, s.Command, execErr.Err, s.Name)
+	}
+	var pathErr *fs.PathError
+	if errors.As(err, &pathErr) && s.URL == "" {
+		return fmt.Errorf("server %s: %w: cannot start %q: %v (check servers.%s.command)", s.Name, ErrServer, s.Command, pathErr.Err, s.Name)
 	}
 	return fmt.Errorf("server %s: %w: %s: %v%s", s.Name, ErrServer, doing, err, c.printed())
 }

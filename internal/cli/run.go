@@ -13,6 +13,7 @@ import (
 
 	"github.com/mst-eval/mst/dataset"
 	"github.com/mst-eval/mst/eval"
+	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/internal/builtin"
 	"github.com/mst-eval/mst/run"
 	"github.com/mst-eval/mst/runner"
@@ -78,6 +79,15 @@ func loadEval(stdio Stdio, path string) (*eval.Config, []dataset.Case, error) {
 	if err != nil {
 		return nil, nil, withCode(ExitUsage, err)
 	}
+	var bad []error
+	for _, c := range cases {
+		if _, err := grade.ParseAll(c.Expect); err != nil {
+			bad = append(bad, fmt.Errorf("%s: case %q: expect%w", c.Source, c.ID, err))
+		}
+	}
+	if len(bad) > 0 {
+		return nil, nil, withCode(ExitUsage, errors.Join(bad...))
+	}
 	return cfg, cases, nil
 }
 
@@ -136,7 +146,10 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) error {
 		Runner:   local,
 	}
 	out, err := run.Execute(ctx, opts)
-	if err != nil && out == nil {
+	if err != nil {
+		if out != nil {
+			fmt.Fprintf(stdio.Err, "results: %s\n", out.Store.Dir)
+		}
 		return err
 	}
 	if f.json {
@@ -152,9 +165,6 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) error {
 		}
 	}
 	fmt.Fprintf(stdio.Err, "results: %s\n", out.Store.Dir)
-	if err != nil {
-		return err
-	}
 	if ctx.Err() != nil {
 		return withCode(ExitInterrupted, fmt.Errorf("interrupted: the run is partial; its finished trials are kept in %s", out.Store.Dir))
 	}

@@ -1,0 +1,201 @@
+package dataset
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// reader reads one file, collecting its cases, the ids it saw and its
+// problems.
+type reader struct {
+	file  string
+	cases []Case
+	ids   []located
+	errs  Errors
+}
+
+func (r *reader) fail(line int, id, msg string) {
+	r.errs = append(r.errs, Error{File: r.file, Line: line, Case: id, Msg: msg})
+}
+
+func (r *reader) read() {
+	data, err := os.ReadFile(r.file)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		r.fail(0, "", "no such file")
+		return
+	case err != nil:
+		if st, serr := os.Stat(r.file); serr == nil && st.IsDir() {
+			r.fail(0, "", "is a folder, not a case file")
+			return
+		}
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		r.fail(0, "", fmt.Sprintf("cannot read the file: %v", err))
+		return
+	}
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
+	switch ext := strings.ToLower(filepath.Ext(r.file)); ext {
+	case ".jsonl":
+		r.readJSONL(data)
+	case ".json":
+		r.readJSON(data)
+	case ".yaml", ".yml":
+		r.readYAML(data)
+	case ".csv":
+		r.readCSV(data)
+	default:
+		r.fail(0, "", fmt.Sprintf("unsupported dataset format %q: use .jsonl, .json, .yaml, .yml or .csv", ext))
+		return
+	}
+	if len(r.cases) == 0 && len(r.errs) == 0 {
+		r.fail(0, "", "holds no cases")
+	}
+}
+
+// caseKeys lists the keys of a case object.
+func caseKeys() []string { return []string{"id", "input", "expect", "metadata"} }
+
+// addObject checks one case given as an object of JSON values and keeps it
+// when it has no problems.
+func (r *reader) addObject(v any, line int) {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		r.fail(line, "", "a case must be an object with id and input, got "+describe(v))
+		return
+	}
+	c := Case{Source: fmt.Sprintf("%s:%d", r.file, line)}
+	var problems []string
+	idv, hasID := obj["id"]
+	switch v := idv.(type) {
+	case string:
+		if strings.TrimSpace(v) == "" {
+			problems = append(problems, "id is blank")
+		} else {
+			c.ID = v
+		}
+	case json.Number:
+		if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+			c.ID = strconv.FormatInt(n, 10)
+		} else {
+			problems = append(problems, "id must be a string or a whole number, got "+describe(v))
+		}
+	default:
+		if hasID {
+			problems = append(problems, "id must be a string or a whole number, got "+describe(v))
+		} else {
+			problems = append(problems, "missing id")
+		}
+	}
+	var unknown []string
+	for k := range obj {
+		if !slices.Contains(caseKeys(), k) {
+			unknown = append(unknown, k)
+		}
+	}
+	slices.Sort(unknown)
+	for _, k := range unknown {
+		problems = append(problems, fmt.Sprintf("unknown key %q%s", k, didYouMean(k, caseKeys())))
+	}
+	switch in, has := obj["input"]; s := in.(type) {
+	case string:
+		if strings.TrimSpace(s) == "" {
+			problems = append(problems, "input is blank")
+		}
+		c.Input = s
+	default:
+		if has {
+			problems = append(problems, "input must be a string, got "+describe(in))
+		} else {
+			problems = append(problems, "missing input")
+		}
+	}
+	if ev, has := obj["expect"]; has {
+		list, isList := ev.([]any)
+		if !isList {
+			list = []any{ev}
+		}
+		for i, g := range list {
+			if _, ok := g.(map[string]any); !ok {
+				where := "expect"
+				if isList {
+					where = fmt.Sprintf("expect[%d]", i)
+				}
+				problems = append(problems, fmt.Sprintf(`%s must be a grader object such as {"answerContains": "…"}, got %s`, where, describe(g)))
+				continue
+			}
+			raw, err := marshal(g)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("expect: %v", err))
+				continue
+			}
+			c.Expect = append(c.Expect, raw)
+		}
+	}
+	if mv, has := obj["metadata"]; has {
+		m, ok := mv.(map[string]any)
+		if !ok {
+			problems = append(problems, "metadata must be an object, got "+describe(mv))
+		} else if len(m) > 0 {
+			c.Metadata = m
+		}
+	}
+	r.keep(c, line, problems)
+}
+
+// keep records a case's id and problems, and the case itself when it has
+// none.
+func (r *reader) keep(c Case, line int, problems []string) {
+	if c.ID != "" {
+		r.ids = append(r.ids, located{id: c.ID, file: r.file, line: line})
+	}
+	for _, p := range problems {
+		r.fail(line, c.ID, p)
+	}
+	if len(problems) == 0 {
+		r.cases = append(r.cases, c)
+	}
+}
+
+// describe words a JSON value for "got …".
+func describe(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "an empty value (null)"
+	case string:
+		if r := []rune(v); len(r) > 40 {
+			v = string(r[:37]) + "..."
+		}
+		return fmt.Sprintf("string %q", v)
+	case json.Number:
+		return "number " + string(v)
+	case bool:
+		return fmt.Sprintf("boolean %t", v)
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "a list"
+	}
+	return fmt.Sprintf("%v", v)
+}
+
+// marshal encodes v as compact JSON, leaving <, > and & as they are.
+func marshal(v any) (json.RawMessage, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return json.RawMessage(bytes.TrimSuffix(b.Bytes(), []byte("\n"))), nil
+}
