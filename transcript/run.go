@@ -14,15 +14,15 @@ const (
 
 // Run is run.json: what a run is and how far it got.
 type Run struct {
-	Kind       string    `json:"kind"` // always "mst.run"
-	Version    int       `json:"version"`
-	ID         string    `json:"id"`
-	Eval       string    `json:"eval"`
-	ConfigFile string    `json:"configFile"`
-	ConfigHash string    `json:"configHash"`
-	MSTVersion string    `json:"mstVersion"`
-	Started    time.Time `json:"started"`
-	Ended      time.Time `json:"ended,omitzero"`
+	Kind       string     `json:"kind"` // always "mst.run"
+	Version    int        `json:"version"`
+	ID         string     `json:"id"`
+	Eval       string     `json:"eval"`
+	ConfigFile string     `json:"configFile"`
+	ConfigHash string     `json:"configHash"`
+	MSTVersion string     `json:"mstVersion"`
+	Started    time.Time  `json:"started"`
+	Ended      time.Time  `json:"ended,omitzero"`
 	Runner     RunnerInfo `json:"runner"`
 	// Selection records the flags that narrowed the eval for this run.
 	Selection Selection `json:"selection,omitzero"`
