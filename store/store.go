@@ -88,8 +88,7 @@ func TranscriptPath(k transcript.Key) string {
 }
 
 func escape(s string) string {
-	e := url.PathEscape(s)
-	e = strings.ReplaceAll(e, "%2F", "%252F")
+	e := url.PathEscape(s) // escapes "/" and "%", so distinct ids stay distinct
 	if e == "." || e == ".." {
 		e = strings.ReplaceAll(e, ".", "%2E")
 	}
