@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"runtime"
@@ -328,7 +329,23 @@ func (c *collector) writeGrades() error {
 	}
 	c.mu.Unlock()
 	sortGrades(list)
-	return c.st.WriteJSON("grades.json", Grades{Kind: "mst.grades", Version: 1, Trials: list})
+	// Written one grade at a time: a run of many trials never holds the
+	// whole file in memory.
+	return c.st.WriteStream("grades.json", func(w io.Writer) error {
+		io.WriteString(w, `{"kind":"mst.grades","version":1,"trials":[`)
+		for i, g := range list {
+			if i > 0 {
+				io.WriteString(w, ",")
+			}
+			b, err := json.Marshal(g)
+			if err != nil {
+				return err
+			}
+			w.Write(b)
+		}
+		_, err := io.WriteString(w, "]}\n")
+		return err
+	})
 }
 
 func (c *collector) reportInput(rec transcript.Run, o Options) report.Input {

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -175,6 +176,35 @@ func (r *Run) ReadCases() ([]dataset.Case, error) {
 		cases = append(cases, c)
 	}
 	return cases, s.Err()
+}
+
+// WriteStream writes name atomically from what fill writes to w, so large
+// files are never held in memory whole.
+func (r *Run) WriteStream(name string, fill func(w io.Writer) error) error {
+	path := filepath.Join(r.Dir, filepath.FromSlash(name))
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(f)
+	err = fill(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
 }
 
 // WriteAtomic writes data to path through a temporary file in the same
