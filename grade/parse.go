@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	suggestpkg "github.com/mst-eval/mst/internal/suggest"
 	"io"
 	"math"
 	"math/big"
@@ -386,40 +387,10 @@ func andList(names []string) string {
 // suggest returns the known name closest to s, or "" when none is close
 // enough to be a likely typo.
 func suggest(s string, known []string) string {
-	best, bestD := "", 0
-	for _, k := range known {
-		d := distance(strings.ToLower(s), strings.ToLower(k))
-		limit := 2
-		if n := utf8.RuneCountInString(k); n <= 4 {
-			limit = 1
-		}
-		if d <= limit && (best == "" || d < bestD) {
-			best, bestD = k, d
-		}
+	if c := suggestpkg.Closest(s, known); len(c) > 0 {
+		return c[0]
 	}
-	return best
-}
-
-// distance is the Levenshtein edit distance between a and b, counted in runes.
-func distance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
+	return ""
 }
 
 // sortedKeys returns the keys of m in byte order.
