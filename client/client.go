@@ -38,6 +38,16 @@ type Definition struct {
 	Options json.RawMessage
 	// Concurrent is true when one Session may run several trials at once.
 	Concurrent bool
+	// CaseOverrides lists what a case may change for its own trials
+	// ("model", "clientOptions"). A case that sets anything else for this
+	// client fails when the eval loads. A desktop client that runs a batch
+	// in one app, for example, cannot take a different model per case.
+	CaseOverrides []string
+	// Available reports whether this build can run the client on an OS
+	// (a GOOS value already allowed by Requirements.OS). It is checked when
+	// the eval loads, never at trial time; nil means always available.
+	// The error says what is missing and what to do instead.
+	Available func(goos string) error
 
 	// Open starts a session. Either Open or Run must be set.
 	Open func(ctx context.Context, p OpenParams) (Session, error)
@@ -143,9 +153,19 @@ type Session interface {
 }
 
 // Diagnoser is implemented by sessions that can explain a failure (a
-// screenshot, an app's log tail) to be stored with the trial.
+// screenshot, an app's log tail) to be stored with the trial. MST calls it
+// after a trial that errored or timed out, before any reset, with its own
+// deadline; what it returns is stored, after redaction, in the transcript's
+// client telemetry under "diagnosis".
 type Diagnoser interface {
 	Diagnose(ctx context.Context) (map[string]any, error)
+}
+
+// LateServers is implemented by sessions whose servers resolve only once
+// the session is open (an app that starts its own connectors). MST runs the
+// readiness check on them right after Open.
+type LateServers interface {
+	Servers(ctx context.Context) ([]servers.Server, error)
 }
 
 // DefaultTimeout is the timeout a client's trials get when the variant does
