@@ -68,7 +68,7 @@ func (r *reader) readCSV(data []byte) {
 // csvHeader reads the header row. A header with problems is reported and
 // the records are not read.
 func (r *reader) csvHeader(header []string) ([]column, bool) {
-	known := []string{"id", "input"}
+	known := []string{"id", "input", "model"}
 	for _, g := range csvGraders() {
 		known = append(known, "expect."+g)
 	}
@@ -87,7 +87,7 @@ func (r *reader) csvHeader(header []string) ([]column, bool) {
 		}
 		seen[h] = true
 		switch {
-		case h == "id" || h == "input":
+		case h == "id" || h == "input" || h == "model":
 			cols[i] = column{kind: h}
 		case strings.HasPrefix(h, "expect."):
 			g := strings.TrimPrefix(h, "expect.")
@@ -104,7 +104,7 @@ func (r *reader) csvHeader(header []string) ([]column, bool) {
 			}
 			cols[i] = column{kind: "metadata", name: k}
 		default:
-			bad(fmt.Sprintf("unknown column %q%s: columns are id, input, expect.<grader> and metadata.<key>", h, didYouMean(h, known)))
+			bad(fmt.Sprintf("unknown column %q%s: columns are id, input, model, expect.<grader> and metadata.<key>", h, didYouMean(h, known)))
 		}
 	}
 	for _, need := range []string{"id", "input"} {
@@ -133,6 +133,8 @@ func (r *reader) csvCase(cols []column, rec []string, line int) {
 				problems = append(problems, "input is blank")
 			}
 			c.Input = cell
+		case "model":
+			c.Model = strings.TrimSpace(cell)
 		case "expect":
 			if cell == "" {
 				continue

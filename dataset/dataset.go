@@ -17,6 +17,13 @@ type Case struct {
 	// are applied in addition to the eval's graders. Each is a JSON object;
 	// the grade package checks what is inside.
 	Expect []json.RawMessage `json:"expect,omitempty"`
+	// Model, when set, replaces the variant's model for this case's trials.
+	// Only clients whose definition lists "model" in CaseOverrides honour it;
+	// the eval fails to load otherwise.
+	Model string `json:"model,omitempty"`
+	// ClientOptions, when set, are merged over the variant's clientOptions
+	// for this case's trials (clients listing "clientOptions").
+	ClientOptions json.RawMessage `json:"clientOptions,omitempty"`
 	// Metadata is free-form data carried to transcripts and reports. Values
 	// are JSON values; numbers are json.Number, so that a file in any format
 	// gives the same values. CSV metadata values are strings.

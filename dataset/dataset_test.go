@@ -234,12 +234,12 @@ func TestLoadErrors(t *testing.T) {
 
 		// CSV files.
 		{"CSV missing columns", "cases.csv", "prompt\nhi\n", []string{
-			`cases.csv:1: unknown column "prompt": columns are id, input, expect.<grader> and metadata.<key>`,
+			`cases.csv:1: unknown column "prompt": columns are id, input, model, expect.<grader> and metadata.<key>`,
 			`cases.csv:1: missing column "id" (the first row names the columns)`,
 			`cases.csv:1: missing column "input" (the first row names the columns)`,
 		}},
 		{"CSV bad columns", "cases.csv", "id,inptu,input,expect.answerContain,expect.judge,metadata.,id\n", []string{
-			`cases.csv:1: unknown column "inptu" (did you mean input?): columns are id, input, expect.<grader> and metadata.<key>`,
+			`cases.csv:1: unknown column "inptu" (did you mean input?): columns are id, input, model, expect.<grader> and metadata.<key>`,
 			`cases.csv:1: column "expect.answerContain": a CSV column can hold only the graders answerContains, answerMatches, maxToolCalls, toolCalled, toolNotCalled (did you mean answerContains?)`,
 			`cases.csv:1: column "expect.judge": a CSV column can hold only the graders answerContains, answerMatches, maxToolCalls, toolCalled, toolNotCalled`,
 			`cases.csv:1: column "metadata.": name the metadata key after the dot`,

@@ -64,7 +64,9 @@ func (r *reader) read() {
 }
 
 // caseKeys lists the keys of a case object.
-func caseKeys() []string { return []string{"id", "input", "expect", "metadata"} }
+func caseKeys() []string {
+	return []string{"id", "input", "expect", "metadata", "model", "clientOptions"}
+}
 
 // addObject checks one case given as an object of JSON values and keeps it
 // when it has no problems.
@@ -140,6 +142,22 @@ func (r *reader) addObject(v any, line int) {
 				continue
 			}
 			c.Expect = append(c.Expect, raw)
+		}
+	}
+	if mv, has := obj["model"]; has {
+		if m, ok := mv.(string); ok && strings.TrimSpace(m) != "" {
+			c.Model = m
+		} else {
+			problems = append(problems, "model must be a model reference such as anthropic/claude-sonnet-4-5, got "+describe(mv))
+		}
+	}
+	if ov, has := obj["clientOptions"]; has {
+		if _, ok := ov.(map[string]any); !ok {
+			problems = append(problems, "clientOptions must be an object, got "+describe(ov))
+		} else if raw, err := marshal(ov); err != nil {
+			problems = append(problems, fmt.Sprintf("clientOptions: %v", err))
+		} else {
+			c.ClientOptions = raw
 		}
 	}
 	if mv, has := obj["metadata"]; has {

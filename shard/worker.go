@@ -179,7 +179,7 @@ func (r *workerRun) caseByID(id string) *dataset.Case {
 }
 
 // acquire asks the coordinator for room and waits for it.
-func (r *workerRun) acquire(ctx context.Context, key transcript.Key, v *Variant) (int64, error) {
+func (r *workerRun) acquire(ctx context.Context, key transcript.Key, v *Variant, provider string) (int64, error) {
 	r.mu.Lock()
 	r.nextID++
 	id := r.nextID
@@ -187,8 +187,8 @@ func (r *workerRun) acquire(ctx context.Context, key transcript.Key, v *Variant)
 	r.grants[id] = ch
 	r.mu.Unlock()
 	a := &Acquire{ID: id, Key: key}
-	if v.Provider != "" {
-		a.Providers = []string{v.Provider}
+	if provider != "" {
+		a.Providers = []string{provider}
 	}
 	for _, s := range v.Servers {
 		a.Servers = append(a.Servers, s.Name)
@@ -213,13 +213,20 @@ func (r *workerRun) trial(ctx context.Context, key transcript.Key) {
 		r.w.Logger.Error("bundle names an unknown variant or case", "key", key)
 		return
 	}
-	id, err := r.acquire(ctx, key, v)
+	set, err := settingsFor(v, c)
+	if err != nil {
+		// The coordinator checked the overrides; this is a bundle from
+		// another version.
+		r.w.Logger.Error("case overrides", "key", key, "err", err)
+		return
+	}
+	id, err := r.acquire(ctx, key, v, set.provider)
 	if err != nil {
 		return
 	}
 	r.inFlight.Add(1)
 	defer r.inFlight.Add(-1)
-	t := r.runTrial(ctx, key, v, c)
+	t := r.runTrial(ctx, key, v, c, set)
 	path, werr := r.w.Results.WriteTranscript(t)
 	if werr != nil {
 		r.w.Logger.Error("writing transcript", "key", key, "err", werr)
@@ -235,14 +242,14 @@ func (r *workerRun) trial(ctx context.Context, key transcript.Key) {
 // runTrial drives the client for one trial under MST's rules: the timeout
 // runs from the prompt to the transcript, setup excluded; a run cancelled
 // meanwhile makes the trial cancelled.
-func (r *workerRun) runTrial(ctx context.Context, key transcript.Key, v *Variant, c *dataset.Case) *transcript.Transcript {
+func (r *workerRun) runTrial(ctx context.Context, key transcript.Key, v *Variant, c *dataset.Case, set settings) *transcript.Transcript {
 	t := &transcript.Transcript{
 		Kind: "mst.transcript", Version: transcript.Version, Run: r.b.Run.ID, Key: key, Shard: r.b.Shard,
-		Client: transcript.ClientInfo{Name: v.Client}, Model: v.Model, Prompt: c.Input,
+		Client: transcript.ClientInfo{Name: v.Client}, Model: set.model, Prompt: c.Input,
 		Environment: r.w.Environment,
 	}
 	setupStart := time.Now()
-	p, err := r.pool(v)
+	p, err := r.pool(v, set)
 	var sess *pooled
 	if err == nil {
 		sess, err = p.get(ctx)
@@ -261,8 +268,8 @@ func (r *workerRun) runTrial(ctx context.Context, key transcript.Key, v *Variant
 		return finish()
 	}
 	tctx, cancel := ctx, context.CancelFunc(func() {})
-	if v.Timeout > 0 {
-		tctx, cancel = context.WithTimeout(ctx, v.Timeout)
+	if set.timeout > 0 {
+		tctx, cancel = context.WithTimeout(ctx, set.timeout)
 	}
 	res, err := sess.session.Run(tctx, client.Trial{Key: key, Prompt: c.Input, Metadata: c.Metadata})
 	timedOut := tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
@@ -275,7 +282,7 @@ func (r *workerRun) runTrial(ctx context.Context, key transcript.Key, v *Variant
 	case ctx.Err() != nil:
 		t.Outcome = transcript.Outcome{Status: transcript.Cancelled, Detail: "the run was interrupted during this trial"}
 	case timedOut:
-		t.Outcome = transcript.Outcome{Status: transcript.TimedOut, Detail: fmt.Sprintf("no answer within the timeout (%s)", v.Timeout)}
+		t.Outcome = transcript.Outcome{Status: transcript.TimedOut, Detail: fmt.Sprintf("no answer within the timeout (%s)", set.timeout)}
 		next = max(next, client.Reset)
 	case err != nil:
 		t.Outcome = transcript.Outcome{Status: transcript.Errored, Cause: causeOf(err), Detail: err.Error()}
@@ -313,13 +320,17 @@ func (r *workerRun) counts() transcript.Counts {
 	return c
 }
 
-func (r *workerRun) pool(v *Variant) (*pool, error) {
+// pool returns the sessions for one fixed setting: a variant, with the
+// model and options a case may override. Different settings never share a
+// session.
+func (r *workerRun) pool(v *Variant, set settings) (*pool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.pools == nil {
 		r.pools = map[string]*pool{}
 	}
-	if p, ok := r.pools[v.Name]; ok {
+	poolKey := v.Name + "\x00" + set.model + "\x00" + string(set.options)
+	if p, ok := r.pools[poolKey]; ok {
 		return p, nil
 	}
 	def, err := r.w.Clients.Lookup(v.Client)
@@ -327,10 +338,10 @@ func (r *workerRun) pool(v *Variant) (*pool, error) {
 		return nil, err
 	}
 	p := &pool{def: def, params: client.OpenParams{
-		Variant: v.Name, Model: v.Model, Options: v.Options, Servers: v.Servers,
+		Variant: v.Name, Model: set.model, Options: set.options, Servers: v.Servers,
 		Env: r.w.Env, Environment: r.w.Environment, Logger: r.w.Logger.With("variant", v.Name), WorkDir: r.w.WorkDir,
 	}}
-	r.pools[v.Name] = p
+	r.pools[poolKey] = p
 	return p, nil
 }
 

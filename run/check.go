@@ -1,0 +1,85 @@
+package run
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/mst-eval/mst/client"
+	"github.com/mst-eval/mst/dataset"
+	"github.com/mst-eval/mst/eval"
+	"github.com/mst-eval/mst/shard"
+)
+
+// CheckClient reports whether a client can run on an OS in this build (see
+// internal/builtin.CheckClient).
+type CheckClient func(name, goos string) error
+
+// Check makes sure an eval can run where it will run, before any client or
+// server opens: every variant's client allows the OS of the machines that
+// run its trials (goos; empty when the runner's OS is unknown, and then not
+// guessed) and is available in this build, and every case override is one
+// its clients honour, with options their schemas accept. It returns every
+// problem, one per line.
+func Check(cfg *eval.Config, cases []dataset.Case, reg *client.Registry, goos string, check CheckClient) error {
+	var errs []error
+	clientOf := func(v eval.Variant) string {
+		if v.Client == "" {
+			return "api"
+		}
+		return v.Client
+	}
+	for _, name := range cfg.VariantOrder {
+		v := cfg.Variants[name]
+		if goos == "" {
+			continue
+		}
+		if err := check(clientOf(v), goos); err != nil {
+			errs = append(errs, fmt.Errorf("%s: variants.%s.client: %w", cfg.File, name, err))
+		}
+	}
+	for _, c := range cases {
+		if c.Model == "" && len(c.ClientOptions) == 0 {
+			continue
+		}
+		where := fmt.Sprintf("%s: case %q", c.Source, c.ID)
+		for _, name := range cfg.VariantOrder {
+			v := cfg.Variants[name]
+			def, err := reg.Lookup(clientOf(v))
+			if err != nil {
+				continue // reported with the variant
+			}
+			if c.Model != "" && !slices.Contains(def.CaseOverrides, "model") {
+				errs = append(errs, fmt.Errorf("%s: model: client %s (variant %s) runs every case on the variant's model; remove the case's model, or run this case under a client that takes one per case", where, def.Name, name))
+			}
+			if len(c.ClientOptions) == 0 {
+				continue
+			}
+			if !slices.Contains(def.CaseOverrides, "clientOptions") {
+				errs = append(errs, fmt.Errorf("%s: clientOptions: client %s (variant %s) takes its options from the variant only; move them to variants.%s.clientOptions", where, def.Name, name, name))
+				continue
+			}
+			merged, err := shard.MergeOptions(v.ClientOptions, c.ClientOptions)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: clientOptions: %w", where, err))
+				continue
+			}
+			problems, err := eval.CheckOptions(def.Options, merged)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: clientOptions: %w", where, err))
+			}
+			for _, p := range problems {
+				errs = append(errs, fmt.Errorf("%s: clientOptions.%s (client %s, variant %s)", where, p, def.Name, name))
+			}
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	lines := make([]string, len(errs))
+	for i, e := range errs {
+		lines[i] = e.Error()
+	}
+	return errors.New(strings.Join(lines, "\n"))
+}
