@@ -3,11 +3,13 @@ package shard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/mst-eval/mst/client"
+	"github.com/mst-eval/mst/servers"
 )
 
 // pool holds the open sessions of one variant. A concurrent client shares
@@ -95,6 +97,18 @@ func (p *pool) open(ctx context.Context) (*pooled, error) {
 			s.Close()
 		}
 		return nil, err
+	}
+	// Servers that resolve only once the session is open get the same
+	// readiness check as declared ones, now.
+	if ls, ok := s.(client.LateServers); ok {
+		list, err := ls.Servers(ctx)
+		if err == nil {
+			err = servers.Ready(ctx, list)
+		}
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("checking the servers the session opened: %w", err)
+		}
 	}
 	return &pooled{session: s}, nil
 }

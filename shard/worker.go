@@ -278,6 +278,16 @@ func (r *workerRun) runTrial(ctx context.Context, key transcript.Key, v *Variant
 	t.Client.Version, t.ClientTelemetry = res.ClientVersion, res.ClientTelemetry
 	t.Outcome = res.Outcome
 	next := res.Next
+	defer func() {
+		// One policy for every client: a trial that errored or timed out
+		// is diagnosed (when the session can) before the reset it gets.
+		if t.Outcome.Status == transcript.Errored || t.Outcome.Status == transcript.TimedOut {
+			if d, ok := sess.session.(client.Diagnoser); ok {
+				t.ClientTelemetry = withDiagnosis(ctx, t.ClientTelemetry, d)
+			}
+		}
+		p.put(ctx, sess, next, r.w.Logger)
+	}()
 	switch {
 	case ctx.Err() != nil:
 		t.Outcome = transcript.Outcome{Status: transcript.Cancelled, Detail: "the run was interrupted during this trial"}
@@ -290,8 +300,25 @@ func (r *workerRun) runTrial(ctx context.Context, key transcript.Key, v *Variant
 	case t.Outcome.Status == "":
 		t.Outcome = transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseClient, Detail: "the client returned no outcome"}
 	}
-	p.put(ctx, sess, next, r.w.Logger)
 	return finish()
+}
+
+// DiagnoseTimeout bounds a session's Diagnose.
+const DiagnoseTimeout = 30 * time.Second
+
+func withDiagnosis(ctx context.Context, tel map[string]any, d client.Diagnoser) map[string]any {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DiagnoseTimeout)
+	defer cancel()
+	diag, err := d.Diagnose(dctx)
+	if tel == nil {
+		tel = map[string]any{}
+	}
+	if err != nil {
+		tel["diagnosis"] = map[string]any{"error": err.Error()}
+	} else {
+		tel["diagnosis"] = diag
+	}
+	return tel
 }
 
 func openFailure(ctx context.Context, err error) transcript.Outcome {
