@@ -119,6 +119,7 @@ func ReadTranscript(path string) (*transcript.Transcript, error) {
 	if err := json.Unmarshal(b, &t); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	t.Normalize()
 	return &t, nil
 }
 

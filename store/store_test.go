@@ -1,6 +1,7 @@
 package store
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -46,5 +47,24 @@ func TestWriteAtomicAndRead(t *testing.T) {
 	leftovers, _ := filepath.Glob(filepath.Join(r.Dir, "transcripts", "v", ".tmp-*"))
 	if len(leftovers) > 0 {
 		t.Errorf("temporary files left behind: %v", leftovers)
+	}
+}
+
+// TestReadOldNames reads a transcript stored with old names as the new ones,
+// without touching the file.
+func TestReadOldNames(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join("testdata", "oldrun", "transcripts", "terse", "c1.t1.json")
+	before, _ := os.ReadFile(path)
+	tr, err := ReadTranscript(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Client.Name != "api" || tr.Kind != "mst.transcript" {
+		t.Errorf("read client %q kind %q, want api and mst.transcript", tr.Client.Name, tr.Kind)
+	}
+	after, _ := os.ReadFile(path)
+	if string(before) != string(after) {
+		t.Errorf("reading rewrote the file")
 	}
 }
