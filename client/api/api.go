@@ -25,9 +25,10 @@ func Definition() *client.Definition {
 			OS:          []string{"linux", "darwin", "windows"},
 			Credentials: []string{"ANTHROPIC_API_KEY for anthropic/ models", "OPENAI_API_KEY for openai/ models", "none for offline"},
 		},
-		Options:    json.RawMessage(OptionsSchema),
-		Concurrent: true,
-		Open:       Open,
+		Options:       optionsSchema(),
+		Concurrent:    true,
+		CaseOverrides: []string{"model", "clientOptions"},
+		Open:          Open,
 	}
 }
 

@@ -4,32 +4,74 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/mst-eval/mst/client"
 )
 
-// OptionsSchema is the JSON Schema of the api client's clientOptions.
-const OptionsSchema = `{
-  "type": "object",
-  "additionalProperties": false,
-  "properties": {
-    "timeout": {"type": "string", "description": "Longest time from the prompt to the transcript, as a Go duration (\"90s\", \"5m\"). Unset means no limit.", "x-defaultDescription": "none"},
-    "maxActions": {"type": "integer", "minimum": 1, "default": 20, "description": "Most tool calls the model may make in one trial; when it asks for more, the trial ends as no-answer."},
-    "reasoningEffort": {"type": "string", "enum": ["minimal", "low", "medium", "high"], "description": "Reasoning effort passed to models that support it.", "x-defaultDescription": "the provider's default"},
-    "appVersion": {"type": "string", "description": "Not used by api (it has no app); accepted so shared configs validate.", "x-defaultDescription": "none"},
-    "baseURL": {"type": "string", "format": "uri", "description": "The provider's API address: an OpenAI-compatible server (Ollama: http://localhost:11434/v1, vLLM), a gateway, or a test server.", "x-defaultDescription": "the provider's public API"},
-    "api": {"type": "string", "enum": ["responses", "chat"], "default": "responses", "description": "OpenAI wire format: the Responses API or Chat Completions (most OpenAI-compatible servers speak chat)."},
-    "apiKeyEnv": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$", "description": "Name of the environment variable (or secrets-file key) holding the API key.", "x-defaultDescription": "ANTHROPIC_API_KEY or OPENAI_API_KEY, by provider"},
-    "system": {"type": "string", "description": "System prompt sent with every trial.", "x-defaultDescription": "none"},
-    "maxTokens": {"type": "integer", "minimum": 1, "default": 4096, "description": "Most tokens the model may write per turn."},
-    "maxRetries": {"type": "integer", "minimum": 0, "default": 2, "description": "How often a 429 or 5xx answer is retried, with backoff, before the trial ends errored (provider)."}
-  }
-}`
+// The api client's defaults. The options schema states them and
+// decodeOptions applies them, so the two cannot disagree.
+const (
+	defaultMaxActions = 20
+	defaultMaxTokens  = 4096
+	defaultMaxRetries = 2
+)
+
+// OptionsSchema is the JSON Schema of the api client's clientOptions. It is
+// read-only: Definition gives each caller a copy of its own.
+var OptionsSchema = optionsSchema()
+
+// optionsSchema builds the api client's options schema: the shared timeout,
+// maxActions and reasoningEffort (api drives no app, so it takes no
+// appVersion), then its own options.
+func optionsSchema() json.RawMessage {
+	return client.OptionsSchema(client.SharedOptions{
+		MaxActions:      &client.MaxActions{Action: "tool calls", Default: defaultMaxActions},
+		ReasoningEffort: &client.ReasoningEffort{DefaultDescription: "the provider's default"},
+	},
+		client.Option{
+			Name:               "baseURL",
+			Schema:             map[string]any{"type": "string", "format": "uri"},
+			Description:        "The provider's API address: an OpenAI-compatible server (Ollama: http://localhost:11434/v1, vLLM), a gateway, or a test server.",
+			DefaultDescription: "the provider's public API",
+		},
+		client.Option{
+			Name:        "api",
+			Schema:      map[string]any{"type": "string", "enum": []string{"responses", "chat"}},
+			Description: "OpenAI wire format: the Responses API or Chat Completions (most OpenAI-compatible servers speak chat).",
+			Default:     "responses",
+		},
+		client.Option{
+			Name:               "apiKeyEnv",
+			Schema:             map[string]any{"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
+			Description:        "Name of the environment variable (or secrets-file key) holding the API key.",
+			DefaultDescription: "ANTHROPIC_API_KEY or OPENAI_API_KEY, by provider",
+		},
+		client.Option{
+			Name:               "system",
+			Schema:             map[string]any{"type": "string"},
+			Description:        "System prompt sent with every trial.",
+			DefaultDescription: "none",
+		},
+		client.Option{
+			Name:        "maxTokens",
+			Schema:      map[string]any{"type": "integer", "minimum": 1},
+			Description: "Most tokens the model may write per turn.",
+			Default:     defaultMaxTokens,
+		},
+		client.Option{
+			Name:        "maxRetries",
+			Schema:      map[string]any{"type": "integer", "minimum": 0},
+			Description: "How often a 429 or 5xx answer is retried, with backoff, before the trial ends errored (provider).",
+			Default:     defaultMaxRetries,
+		},
+	)
+}
 
 // Options are the api client's options, decoded.
 type Options struct {
 	Timeout         string `json:"timeout"`
 	MaxActions      int    `json:"maxActions"`
 	ReasoningEffort string `json:"reasoningEffort"`
-	AppVersion      string `json:"appVersion"`
 	BaseURL         string `json:"baseURL"`
 	API             string `json:"api"`
 	APIKeyEnv       string `json:"apiKeyEnv"`
@@ -53,10 +95,14 @@ func decodeOptions(raw json.RawMessage) (Options, error) {
 		}
 	}
 	if o.MaxActions == 0 {
-		o.MaxActions = 20
+		o.MaxActions = defaultMaxActions
 	}
 	if o.MaxTokens == 0 {
-		o.MaxTokens = 4096
+		o.MaxTokens = defaultMaxTokens
+	}
+	if o.MaxRetries == nil {
+		r := defaultMaxRetries
+		o.MaxRetries = &r
 	}
 	return o, nil
 }

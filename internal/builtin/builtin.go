@@ -4,9 +4,17 @@ package builtin
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/client/api"
+	"github.com/mst-eval/mst/client/chatgpt"
+	"github.com/mst-eval/mst/client/claudecode"
+	"github.com/mst-eval/mst/client/codexapp"
+	"github.com/mst-eval/mst/client/codexcli"
+	"github.com/mst-eval/mst/client/cowork"
 	"github.com/mst-eval/mst/grade"
 )
 
@@ -14,7 +22,44 @@ import (
 func Clients() *client.Registry {
 	return client.NewRegistry(
 		api.Definition(),
+		claudecode.Definition(),
+		codexcli.Definition(),
+		cowork.Definition(),
+		chatgpt.Definition(),
+		codexapp.Definition(),
 	)
+}
+
+// CheckClient reports whether the client named name can run on goos (a
+// GOOS value) in this build. It returns, in this order: the registry's
+// error for an unknown name; an error naming the client's operating systems
+// when its requirements do not include goos; the client's own Available
+// error. A client that lists no OS runs on any.
+func CheckClient(reg *client.Registry, name, goos string) error {
+	d, err := reg.Lookup(name)
+	if err != nil {
+		return err
+	}
+	if oses := d.Requirements.OS; len(oses) > 0 && !slices.Contains(oses, goos) {
+		names := make([]string, len(oses))
+		for i, o := range oses {
+			names[i] = OSName(o)
+		}
+		return fmt.Errorf("client %s runs on %s; this run's machine is %s", name, strings.Join(names, ", "), OSName(goos))
+	}
+	if d.Available != nil {
+		return d.Available(goos)
+	}
+	return nil
+}
+
+// OSName returns the name people use for a GOOS value: "macos" for darwin,
+// the value itself otherwise.
+func OSName(goos string) string {
+	if goos == "darwin" {
+		return "macos"
+	}
+	return goos
 }
 
 // Catalog answers the eval loader's questions from a client registry and

@@ -103,6 +103,7 @@ Start with the quickstart, which runs offline with no keys:
 		newSchemaCmd(stdio),
 		newReportCmd(stdio),
 		newVersionCmd(stdio),
+		newClientsCmd(stdio),
 	)
 	return root
 }

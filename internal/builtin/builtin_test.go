@@ -1,0 +1,259 @@
+package builtin_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/mst-eval/mst/client"
+	"github.com/mst-eval/mst/internal/builtin"
+)
+
+func TestClientNames(t *testing.T) {
+	t.Parallel()
+	want := []string{"api", "chatgpt", "claude-code", "codex-app", "codex-cli", "cowork"}
+	if diff := cmp.Diff(want, builtin.Clients().Names()); diff != "" {
+		t.Errorf("Clients().Names() (-want +got):\n%s", diff)
+	}
+}
+
+func TestCheckClient(t *testing.T) {
+	t.Parallel()
+	reg := builtin.Clients()
+	for _, tc := range []struct {
+		name, goos string
+		want       string // "" means no error
+	}{
+		{"api", "linux", ""},
+		{"api", "darwin", ""},
+		{"api", "windows", ""},
+		{"nope", "linux", `unknown client "nope" (known: api, chatgpt, claude-code, codex-app, codex-cli, cowork)`},
+		{"claude-code", "linux", "claude-code is defined but not built into this version of mst yet (it comes with the CLI clients); use client api meanwhile"},
+		{"claude-code", "windows", "claude-code is defined but not built into this version of mst yet (it comes with the CLI clients); use client api meanwhile"},
+		{"codex-cli", "darwin", "codex-cli is defined but not built into this version of mst yet (it comes with the CLI clients); use client api meanwhile"},
+		{"cowork", "windows", "client cowork runs on macos, linux; this run's machine is windows"},
+		{"cowork", "linux", "cowork is not available on linux yet: this build has no Linux desktop automation (it comes with the desktop clients); no machine can run it in this build"},
+		{"cowork", "darwin", "cowork is defined but not built into this version of mst yet (it comes with the desktop clients); no machine can run it in this build"},
+		{"chatgpt", "windows", "client chatgpt runs on macos, linux; this run's machine is windows"},
+		{"chatgpt", "linux", "chatgpt is not available on linux yet: this build has no Linux desktop automation (it comes with the desktop clients); no machine can run it in this build"},
+		{"codex-app", "darwin", "codex-app is defined but not built into this version of mst yet (it comes with the desktop clients); no machine can run it in this build"},
+		{"codex-app", "freebsd", "client codex-app runs on macos, linux; this run's machine is freebsd"},
+	} {
+		err := builtin.CheckClient(reg, tc.name, tc.goos)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("CheckClient(%s, %s) = %q\nwant %q", tc.name, tc.goos, got, tc.want)
+		}
+	}
+}
+
+func TestCheckClientNoOSMeansAny(t *testing.T) {
+	t.Parallel()
+	run := func(context.Context, client.OpenParams, client.Trial) (client.Result, error) {
+		return client.Result{}, nil
+	}
+	reg := client.NewRegistry(&client.Definition{Name: "anywhere", Run: run})
+	if err := builtin.CheckClient(reg, "anywhere", "plan9"); err != nil {
+		t.Errorf("CheckClient(a client with no OS list, plan9) = %v, want nil", err)
+	}
+}
+
+// TestClientDefinitions holds every built-in definition to the contract:
+// requirements, a well-formed options schema whose defaults validate, the
+// shared options each client takes and their defaults.
+func TestClientDefinitions(t *testing.T) {
+	t.Parallel()
+	type shape struct {
+		timeout    string // literal default; "" means x-defaultDescription none
+		shared     []string
+		overrides  []string
+		concurrent bool
+	}
+	cli := []string{"maxActions", "reasoningEffort", "timeout"}
+	app := []string{"appVersion", "maxActions", "timeout"}
+	want := map[string]shape{
+		"api":         {"", cli, []string{"model", "clientOptions"}, true},
+		"claude-code": {"180s", cli, []string{"model", "clientOptions"}, true},
+		"codex-cli":   {"300s", cli, []string{"model", "clientOptions"}, true},
+		"cowork":      {"900s", app, nil, false},
+		"chatgpt":     {"300s", app, nil, false},
+		"codex-app":   {"300s", app, nil, false},
+	}
+	reg := builtin.Clients()
+	for _, name := range reg.Names() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			d, err := reg.Lookup(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, ok := want[name]
+			if !ok {
+				t.Fatalf("client %s is registered but this test does not know it: add it to want", name)
+			}
+			if d.Description == "" || len(d.Requirements.OS) == 0 || len(d.Requirements.Credentials) == 0 {
+				t.Errorf("%s: description %q, OS %v, credentials %v: want all three", name, d.Description, d.Requirements.OS, d.Requirements.Credentials)
+			}
+			for _, goos := range d.Requirements.OS {
+				if !slices.Contains([]string{"linux", "darwin", "windows"}, goos) {
+					t.Errorf("%s: OS %q is not a GOOS value MST knows", name, goos)
+				}
+			}
+			if d.Concurrent != w.concurrent {
+				t.Errorf("%s: Concurrent = %v, want %v", name, d.Concurrent, w.concurrent)
+			}
+			if diff := cmp.Diff(w.overrides, d.CaseOverrides); diff != "" {
+				t.Errorf("%s: CaseOverrides (-want +got):\n%s", name, diff)
+			}
+
+			var top map[string]any
+			if err := json.Unmarshal(d.Options, &top); err != nil {
+				t.Fatalf("%s: options schema is not JSON: %v", name, err)
+			}
+			if top["type"] != "object" || top["additionalProperties"] != false {
+				t.Errorf("%s: options schema type %v, additionalProperties %v; want object, false", name, top["type"], top["additionalProperties"])
+			}
+			opts, err := client.DescribeOptions(d.Options)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defaults := map[string]any{}
+			var shared []string
+			for _, o := range opts {
+				if o.Description == "" {
+					t.Errorf("%s: option %s has no description", name, o.Name)
+				}
+				if (o.Default == nil) == (o.DefaultDescription == "") {
+					t.Errorf("%s: option %s: default %v, x-defaultDescription %q; want exactly one", name, o.Name, o.Default, o.DefaultDescription)
+				}
+				if o.Default != nil {
+					defaults[o.Name] = o.Default
+				}
+				if slices.Contains(client.SharedOptionNames(), o.Name) {
+					shared = append(shared, o.Name)
+				}
+			}
+			if diff := cmp.Diff(w.shared, shared); diff != "" {
+				t.Errorf("%s: shared options (-want +got):\n%s", name, diff)
+			}
+			gotTimeout, _ := defaults["timeout"].(string)
+			if gotTimeout != w.timeout {
+				t.Errorf("%s: timeout default = %q, want %q", name, gotTimeout, w.timeout)
+			}
+			wantDur, _ := time.ParseDuration(w.timeout) // zero for ""
+			if got := d.DefaultTimeout(); got != wantDur {
+				t.Errorf("%s: DefaultTimeout() = %v, want %v", name, got, wantDur)
+			}
+
+			schema := compile(t, d.Options)
+			if err := schema.Validate(defaults); err != nil {
+				t.Errorf("%s: the literal defaults %v do not validate: %v", name, defaults, err)
+			}
+			if err := schema.Validate(map[string]any{"noSuchOption": true}); err == nil {
+				t.Errorf("%s: an unknown option validates, want it refused", name)
+			}
+			if !slices.Contains(w.shared, "appVersion") {
+				if err := schema.Validate(map[string]any{"appVersion": "1.0"}); err == nil {
+					t.Errorf("%s: appVersion validates, but %s drives no app", name, name)
+				}
+			}
+		})
+	}
+}
+
+// TestOneReasoningEffortList checks that every built-in client that takes
+// reasoningEffort offers the same values.
+func TestOneReasoningEffortList(t *testing.T) {
+	t.Parallel()
+	reg := builtin.Clients()
+	want := client.ReasoningEfforts()
+	n := 0
+	for _, name := range reg.Names() {
+		d, _ := reg.Lookup(name)
+		opts, err := client.DescribeOptions(d.Options)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range opts {
+			if o.Name != "reasoningEffort" {
+				continue
+			}
+			n++
+			var got []string
+			list, _ := o.Schema["enum"].([]any)
+			for _, v := range list {
+				s, _ := v.(string)
+				got = append(got, s)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s: reasoningEffort enum (-want +got):\n%s", name, diff)
+			}
+		}
+	}
+	if n < 3 {
+		t.Errorf("%d clients take reasoningEffort, want at least api, claude-code and codex-cli", n)
+	}
+}
+
+func TestOSName(t *testing.T) {
+	t.Parallel()
+	for goos, want := range map[string]string{"darwin": "macos", "linux": "linux", "windows": "windows"} {
+		if got := builtin.OSName(goos); got != want {
+			t.Errorf("OSName(%s) = %s, want %s", goos, got, want)
+		}
+	}
+}
+
+func compile(t *testing.T, raw json.RawMessage) *jsonschema.Schema {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	if err := c.AddResource("mem:options.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile("mem:options.json")
+	if err != nil {
+		t.Fatalf("compiling the options schema: %v", err)
+	}
+	return s
+}
+
+// TestUnbuiltClientsOpenFailsLikeAvailable checks that a client this build
+// cannot run refuses Open with its Available error, should a caller skip
+// the check at load.
+func TestUnbuiltClientsOpenFailsLikeAvailable(t *testing.T) {
+	t.Parallel()
+	reg := builtin.Clients()
+	for _, name := range reg.Names() {
+		d, _ := reg.Lookup(name)
+		if d.Available == nil || !slices.Contains(d.Requirements.OS, runtime.GOOS) {
+			continue
+		}
+		want := d.Available(runtime.GOOS)
+		if want == nil {
+			continue
+		}
+		if d.Open == nil {
+			t.Errorf("%s: no Open", name)
+			continue
+		}
+		s, err := d.Open(t.Context(), client.OpenParams{})
+		if s != nil || err == nil || err.Error() != want.Error() {
+			t.Errorf("%s: Open = %v, %v; want no session and %q", name, s, err, want)
+		}
+	}
+}
