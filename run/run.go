@@ -25,6 +25,7 @@ import (
 	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/report"
 	"github.com/mst-eval/mst/runner"
+	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/servers"
 	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/store"
@@ -45,7 +46,11 @@ type Options struct {
 	Results string
 	Clients *client.Registry
 	// Env holds the values clients may read (API keys).
-	Env        map[string]string
+	Env map[string]string
+	// Redact removes secret values from every file of the run folder the
+	// coordinator writes; nil removes nothing. The runner redacts what its
+	// workers write.
+	Redact     *secrets.Redactor
 	Progress   Progress
 	Logger     *slog.Logger
 	MSTVersion string
@@ -92,6 +97,7 @@ func Execute(ctx context.Context, o Options) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	st.Redact = o.Redact
 	var keys []transcript.Key
 	for _, c := range o.Cases {
 		for _, v := range o.Variants {

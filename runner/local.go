@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 
+	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/store"
 )
@@ -13,6 +14,9 @@ import (
 type Local struct {
 	// Worker runs the shard's trials; its Results is set per shard.
 	Worker *shard.Worker
+	// Redact removes secret values from every file the worker writes
+	// (transcripts); nil removes nothing.
+	Redact *secrets.Redactor
 }
 
 func (*Local) Name() string   { return "local" }
@@ -22,7 +26,7 @@ func (*Local) MaxShards() int { return 1 }
 // ctx reaches the worker as a cancel message, as it would a remote one.
 func (l *Local) RunShard(ctx context.Context, b *shard.Bundle, results string, serve Serve) (shard.ShardResult, error) {
 	w := *l.Worker
-	w.Results = &store.Run{Dir: results}
+	w.Results = &store.Run{Dir: results, Redact: l.Redact}
 	toWorker, fromCoordinator := io.Pipe()
 	fromWorker, toCoordinator := io.Pipe()
 	workerDone := make(chan error, 1)

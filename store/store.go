@@ -1,7 +1,9 @@
 // Package store keeps runs on disk: one folder per run holding run.json,
 // the eval config as it was, the cases, the transcripts and the grades.
 // Every write is atomic (a temporary file renamed into place), so a crash
-// leaves either the old file or the new one, never half of one.
+// leaves either the old file or the new one, never half of one. Every write
+// through a Run passes through its Redact, when set, so no secret value
+// reaches the disk.
 //
 // Layout of a run folder:
 //
@@ -26,12 +28,18 @@ import (
 	"strings"
 
 	"github.com/mst-eval/mst/dataset"
+	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/transcript"
 )
 
 // Run is one run's folder.
 type Run struct {
 	Dir string
+	// Redact, when set, removes every secret value from what the Run's
+	// write methods (WriteFile, WriteJSON, WriteStream, WriteTranscript,
+	// WriteCases) store. Set it before the first write; reads return what
+	// was stored. The package function WriteAtomic does not redact.
+	Redact *secrets.Redactor
 }
 
 // Open returns the run at dir, or the run named id under a results folder.
@@ -54,12 +62,13 @@ func Create(results, id string) (*Run, error) {
 	return &Run{Dir: dir}, nil
 }
 
-// WriteFile writes data to name inside the run folder atomically.
+// WriteFile writes data, redacted, to name inside the run folder
+// atomically. data is not changed.
 func (r *Run) WriteFile(name string, data []byte) error {
-	return WriteAtomic(filepath.Join(r.Dir, filepath.FromSlash(name)), data)
+	return WriteAtomic(filepath.Join(r.Dir, filepath.FromSlash(name)), r.Redact.Bytes(data))
 }
 
-// WriteJSON writes v as indented JSON to name atomically.
+// WriteJSON writes v as indented JSON, redacted, to name atomically.
 func (r *Run) WriteJSON(name string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
@@ -96,7 +105,7 @@ func escape(s string) string {
 	return e
 }
 
-// WriteTranscript stores t at its path and returns that path.
+// WriteTranscript stores t, redacted, at its path and returns that path.
 func (r *Run) WriteTranscript(t *transcript.Transcript) (string, error) {
 	p := TranscriptPath(t.Key)
 	b, err := json.Marshal(t)
@@ -145,7 +154,7 @@ func (r *Run) Transcripts(fn func(t *transcript.Transcript) error) error {
 	})
 }
 
-// WriteCases stores the cases as JSON lines.
+// WriteCases stores the cases as JSON lines, redacted.
 func (r *Run) WriteCases(cases []dataset.Case) error {
 	var b strings.Builder
 	for _, c := range cases {
@@ -179,8 +188,8 @@ func (r *Run) ReadCases() ([]dataset.Case, error) {
 	return cases, s.Err()
 }
 
-// WriteStream writes name atomically from what fill writes to w, so large
-// files are never held in memory whole.
+// WriteStream writes name atomically from what fill writes to w, redacted,
+// so large files are never held in memory whole.
 func (r *Run) WriteStream(name string, fill func(w io.Writer) error) error {
 	path := filepath.Join(r.Dir, filepath.FromSlash(name))
 	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
@@ -188,7 +197,16 @@ func (r *Run) WriteStream(name string, fill func(w io.Writer) error) error {
 		return err
 	}
 	bw := bufio.NewWriter(f)
-	err = fill(bw)
+	var w io.Writer = bw
+	var rw *secrets.Writer
+	if r.Redact != nil {
+		rw = r.Redact.Writer(bw)
+		w = rw
+	}
+	err = fill(w)
+	if err == nil && rw != nil {
+		err = rw.Close()
+	}
 	if err == nil {
 		err = bw.Flush()
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/mst-eval/mst/internal/builtin"
 	"github.com/mst-eval/mst/run"
 	"github.com/mst-eval/mst/runner"
+	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/transcript"
 )
@@ -29,6 +30,8 @@ type runFlags struct {
 	limit    int
 	json     bool
 	verbose  bool
+	// secretsFile is the --secrets-file path, or "".
+	secretsFile string
 }
 
 func newRunCmd(stdio Stdio) *cobra.Command {
@@ -45,10 +48,17 @@ RESULTS/RUN-ID/transcripts/. Ctrl-C stops the run: trials in flight end as
 cancelled, everything finished is kept, and run.json says "collect": "partial".
 
 Select a subset without editing the config with --variant, --case, --trials
-and --limit.`,
+and --limit.
+
+Clients get, as environment variables, the KEY=value lines of --secrets-file
+and, from MST's own environment, only the provider keys: ANTHROPIC_API_KEY,
+OPENAI_API_KEY and any variable a variant names with clientOptions.apiKeyEnv
+(the file wins when both set one). Every one of these values is replaced by
+[redacted:KEY] in everything the run stores and prints.`,
 		Example: `  mst run examples/quickstart/eval.yaml
   mst run eval.yaml --variant clear --limit 3 --trials 1
-  mst run eval.yaml --case forecast-oslo --case alerts-north-sea --json > report.json`,
+  mst run eval.yaml --case forecast-oslo --case alerts-north-sea --json > report.json
+  mst run eval.yaml --secrets-file ~/.config/mst/secrets.env`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runEval(cmd.Context(), stdio, args[0], f)
@@ -62,6 +72,7 @@ and --limit.`,
 	fl.IntVar(&f.limit, "limit", 0, "run only the first N cases (after --case)")
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON on stdout (progress still goes to stderr)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log details on stderr")
+	fl.StringVar(&f.secretsFile, "secrets-file", "", "file of KEY=value lines given to clients as environment variables and redacted from everything stored")
 	return cmd
 }
 
@@ -91,7 +102,29 @@ func loadEval(stdio Stdio, path string) (*eval.Config, []dataset.Case, error) {
 	return cfg, cases, nil
 }
 
-func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) error {
+func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err error) {
+	// The secrets file is read first so that everything MST prints from
+	// here on, a config error that quotes a line included, passes the
+	// redactor; so does the error Main prints.
+	set := secrets.New()
+	if f.secretsFile != "" {
+		if set, err = secrets.Load(f.secretsFile); err != nil {
+			return withCode(ExitUsage, fmt.Errorf("--secrets-file: %w", err))
+		}
+	}
+	redact := secrets.NewRedactor(set)
+	stdout, stderr := redact.Writer(stdio.Out), redact.Writer(stdio.Err)
+	defer func() {
+		stdout.Flush()
+		stderr.Flush()
+		if err != nil {
+			err = &redactedError{err: err, msg: redact.String(err.Error())}
+		}
+	}()
+	for _, w := range set.Warnings() {
+		fmt.Fprintf(stderr, "mst: warning: %s\n", w)
+	}
+
 	cfg, cases, err := loadEval(stdio, path)
 	if err != nil {
 		return err
@@ -126,9 +159,12 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) error {
 	if results == "" {
 		results = "mst-results"
 	}
-	logger := newLogger(stdio.Err, f.verbose)
+	if err := addProviderKeys(set, cfg, cases, variants, envMap(stdio.Env)); err != nil {
+		return withCode(ExitUsage, err)
+	}
+	logger := newLogger(stderr, f.verbose)
 	clients := builtin.Clients()
-	env := envMap(stdio.Env)
+	env := set.Env()
 	workDir, err := os.MkdirTemp("", "mst-work-")
 	if err != nil {
 		return err
@@ -137,34 +173,34 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) error {
 	local := &runner.Local{Worker: &shard.Worker{
 		Clients: clients, Env: env, Environment: run.Environment("local"), Logger: logger,
 		MSTVersion: Version, WorkDir: workDir,
-	}}
+	}, Redact: redact}
 	opts := run.Options{
 		Config: cfg, Cases: cases, Variants: variants, Trials: trials,
 		Selection: transcript.Selection{Variants: f.variants, Cases: f.cases, Trials: f.trials, Limit: f.limit},
-		Results:   results, Clients: clients, Env: env, Logger: logger, MSTVersion: Version,
-		Progress: run.NewProgress(stdio.Err, isTerminal(stdio.Err)),
+		Results:   results, Clients: clients, Env: env, Redact: redact, Logger: logger, MSTVersion: Version,
+		Progress: run.NewProgress(stderr, isTerminal(stdio.Err)),
 		Runner:   local,
 	}
 	out, err := run.Execute(ctx, opts)
 	if err != nil {
 		if out != nil {
-			fmt.Fprintf(stdio.Err, "results: %s\n", out.Store.Dir)
+			fmt.Fprintf(stderr, "results: %s\n", out.Store.Dir)
 		}
 		return err
 	}
 	if f.json {
-		enc := json.NewEncoder(stdio.Out)
+		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(out.Report); err != nil {
 			return err
 		}
 	} else {
-		fmt.Fprintln(stdio.Out)
-		if err := out.Report.WriteText(stdio.Out); err != nil {
+		fmt.Fprintln(stdout)
+		if err := out.Report.WriteText(stdout); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintf(stdio.Err, "results: %s\n", out.Store.Dir)
+	fmt.Fprintf(stderr, "results: %s\n", out.Store.Dir)
 	if ctx.Err() != nil {
 		return withCode(ExitInterrupted, fmt.Errorf("interrupted: the run is partial; its finished trials are kept in %s", out.Store.Dir))
 	}
@@ -173,3 +209,53 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) error {
 	}
 	return nil
 }
+
+// providerKeys are the variables, besides those a variant names with
+// clientOptions.apiKeyEnv, that clients may take from MST's environment.
+var providerKeys = []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}
+
+// addProviderKeys adds to set, which clients get as environment variables,
+// the provider keys found in env (MST's own environment) that set does not
+// hold yet: the secrets file wins. The keys are ANTHROPIC_API_KEY,
+// OPENAI_API_KEY and the variables the variants and cases name with
+// clientOptions.apiKeyEnv. Like the file's values, they are redacted.
+func addProviderKeys(set *secrets.Set, cfg *eval.Config, cases []dataset.Case, variants []string, env map[string]string) error {
+	names := slices.Clone(providerKeys)
+	keyEnv := func(raw json.RawMessage) {
+		var o struct {
+			APIKeyEnv string `json:"apiKeyEnv"`
+		}
+		if len(raw) > 0 && json.Unmarshal(raw, &o) == nil && o.APIKeyEnv != "" && !slices.Contains(names, o.APIKeyEnv) {
+			names = append(names, o.APIKeyEnv)
+		}
+	}
+	for _, v := range variants {
+		keyEnv(cfg.Variants[v].ClientOptions)
+	}
+	for _, c := range cases {
+		keyEnv(c.ClientOptions)
+	}
+	for _, name := range names {
+		value := env[name]
+		if value == "" {
+			continue
+		}
+		if _, inFile := set.Get(name); inFile {
+			continue
+		}
+		if err := set.Add(name, value); err != nil {
+			return fmt.Errorf("environment variable %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// redactedError shows an error with every secret value replaced, while
+// errors.Is and errors.As still see the error it wraps.
+type redactedError struct {
+	err error
+	msg string
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
