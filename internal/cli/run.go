@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -98,6 +99,11 @@ func loadEval(stdio Stdio, path string) (*eval.Config, []dataset.Case, error) {
 	}
 	if len(bad) > 0 {
 		return nil, nil, withCode(ExitUsage, errors.Join(bad...))
+	}
+	// The local runner runs trials on this machine, so its OS is known.
+	check := func(name, goos string) error { return builtin.CheckClient(clients, name, goos) }
+	if err := run.Check(cfg, cases, clients, runtime.GOOS, check); err != nil {
+		return nil, nil, withCode(ExitUsage, err)
 	}
 	return cfg, cases, nil
 }
