@@ -1,28 +1,136 @@
 // Package runner creates the machines a run's shards run on and connects a
-// worker on each to the coordinator. The built-in local runner runs one
-// shard in the mst process itself, through the same protocol and worker
-// loop as every other runner.
+// worker on each to the coordinator over a channel.
+//
+// A run picks one runner by name (--runner). Its Definition says what OS its
+// machines run, which options it takes (--runner-option key=value, checked
+// against its schema) and how many shards it can run at once. New makes the
+// Runner for one run; RunShard is then called once per shard, concurrently,
+// and Close once at the end.
+//
+// Most runners only know how to create a machine: MachineRunner turns such
+// a function into a whole runner (copy the bundle, start `mst collect`,
+// connect the protocol, copy transcripts back, remove the machine per
+// keep). A runner that cannot use it implements RunShard itself, as Local
+// does: it runs the worker inside the mst process, over two pipes.
 package runner
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
+	"log/slog"
+	"sort"
+	"strings"
 
+	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/shard"
 )
 
-// Serve is the coordinator's side of one shard's channel: it reads the
-// worker's stdout from in and writes to the worker's stdin through out.
-type Serve func(ctx context.Context, shardIndex int, in io.Reader, out io.Writer) (shard.ShardResult, error)
+// Keep policies: which machines survive their shard.
+const (
+	KeepNever  = "never"
+	KeepFailed = "failed"
+	KeepAlways = "always"
+)
 
-// Runner runs shards.
-type Runner interface {
-	// Name is the runner's name in run.json ("local").
-	Name() string
+// Definition describes a runner.
+type Definition struct {
+	// Name is what --runner takes.
+	Name        string
+	Description string
+	// OS is the GOOS of the machines the runner creates, or "" when it
+	// varies or is unknown (then clients' OS requirements are not checked).
+	OS string
+	// Options is the JSON Schema of the runner's own --runner-option keys
+	// (an object with additionalProperties false); shards and keep belong
+	// to MST and are not in it.
+	Options json.RawMessage
 	// MaxShards is the most shards the runner runs at once.
-	MaxShards() int
-	// RunShard starts a worker for bundle b, writing transcripts to the run
-	// folder results, and connects it to serve. It returns when the worker
-	// has ended.
-	RunShard(ctx context.Context, b *shard.Bundle, results string, serve Serve) (shard.ShardResult, error)
+	MaxShards int
+	// New makes the runner for one run.
+	New func(ctx context.Context, p Params) (Runner, error)
+}
+
+// Params is what a runner is made with.
+type Params struct {
+	// Options are the runner's --runner-option values, checked against
+	// Definition.Options.
+	Options map[string]string
+	Shards  int
+	Keep    string
+	Logger  *slog.Logger
+	// MST is the command that runs this mst binary on this machine, for
+	// runners that start workers here.
+	MST []string
+	// Worker is the template of an in-process worker (local).
+	Worker *shard.Worker
+	// Secrets are the run's secret values, for runners that need to hide
+	// them from what they print.
+	Secrets *secrets.Set
+}
+
+// Serve is the coordinator's side of one shard's channel: it reads the
+// worker's stdout from in, writes to the worker's stdin through out, and
+// copies transcripts back with fetch.
+type Serve func(ctx context.Context, shardIndex int, in io.Reader, out io.Writer, fetch shard.Fetch) (shard.ShardResult, error)
+
+// Shard is one shard to run.
+type Shard struct {
+	Bundle *shard.Bundle
+	// Results is the run folder on the coordinator's machine.
+	Results string
+	Serve   Serve
+}
+
+// ShardReport says how a shard ran.
+type ShardReport struct {
+	Result  shard.ShardResult
+	Machine string
+	Image   string
+}
+
+// Runner runs the shards of one run.
+type Runner interface {
+	// RunShard starts a worker for s and connects it to s.Serve. It returns
+	// when the worker has ended; the error says why the shard did not end
+	// cleanly.
+	RunShard(ctx context.Context, s Shard) (ShardReport, error)
+	// Close releases what the runner holds. It is safe after a failed New.
+	Close() error
+}
+
+// Registry holds runner definitions by name.
+type Registry struct {
+	defs map[string]*Definition
+}
+
+// NewRegistry returns a registry of defs; a duplicate name panics.
+func NewRegistry(defs ...*Definition) *Registry {
+	r := &Registry{defs: map[string]*Definition{}}
+	for _, d := range defs {
+		if _, dup := r.defs[d.Name]; dup {
+			panic(fmt.Sprintf("runner %q registered twice", d.Name))
+		}
+		r.defs[d.Name] = d
+	}
+	return r
+}
+
+// Lookup returns the runner named name, or an error listing the known ones.
+func (r *Registry) Lookup(name string) (*Definition, error) {
+	if d, ok := r.defs[name]; ok {
+		return d, nil
+	}
+	return nil, fmt.Errorf("unknown runner %q (known: %s)", name, strings.Join(r.Names(), ", "))
+}
+
+// Names lists the runners alphabetically.
+func (r *Registry) Names() []string {
+	var names []string
+	for n := range r.defs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }

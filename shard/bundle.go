@@ -2,6 +2,7 @@ package shard
 
 import (
 	"encoding/json"
+	"hash/fnv"
 	"time"
 
 	"github.com/mst-eval/mst/dataset"
@@ -35,4 +36,16 @@ type Variant struct {
 	Timeout time.Duration `json:"timeout,omitempty"`
 	// Provider is the model's provider, for limits ("anthropic").
 	Provider string `json:"provider,omitempty"`
+}
+
+// Assign returns the shard of a case among n: fnv64a(caseID) mod n. The
+// rule is stable across versions, so a resumed run and a rerun agree on
+// where each case goes, and a case's variants and trials stay together.
+func Assign(caseID string, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write([]byte(caseID))
+	return int(h.Sum64() % uint64(n))
 }

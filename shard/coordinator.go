@@ -9,6 +9,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/mst-eval/mst/secrets"
 )
 
 // ErrWorkerLost means a worker's channel ended, or the worker stayed
@@ -33,7 +35,16 @@ type Coordinator struct {
 	// Silence is how long a worker may send nothing before it is lost (60s
 	// when zero).
 	Silence time.Duration
+	// Secrets are sent to every worker in a tokens message right after its
+	// hello: the only way keys reach a worker.
+	Secrets *secrets.Set
 }
+
+// Fetch copies one file the worker wrote (a path relative to the run
+// folder) into the coordinator's run folder. Runners whose workers write
+// elsewhere give one to Serve; nil means the worker writes into the
+// coordinator's folder itself.
+type Fetch func(ctx context.Context, path string) error
 
 // ShardResult is how a shard ended.
 type ShardResult struct {
@@ -45,7 +56,10 @@ type ShardResult struct {
 // from in and writes to its stdin through out. It returns when the worker
 // sends done, or with ErrWorkerLost when the channel ends or goes silent
 // first. When ctx ends, it sends cancel and goes on reading until done.
-func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io.Writer) (ShardResult, error) {
+//
+// Before reporting a trial, Serve copies its transcript back with fetch,
+// trying twice; a transcript that cannot be copied stays missing.
+func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io.Writer, fetch Fetch) (ShardResult, error) {
 	var res ShardResult
 	enc := NewEncoder(out)
 	msgs := make(chan any)
@@ -114,6 +128,13 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 						shard, m.Protocol, m.MSTVersion, Protocol, c.MSTVersion)
 				}
 				res.Hello = m
+				values := map[string]string{}
+				if c.Secrets != nil {
+					values = c.Secrets.Env()
+				}
+				if err := enc.Write(&Tokens{Values: values}); err != nil {
+					return res, fmt.Errorf("shard %d: %w: sending tokens: %v", shard, ErrWorkerLost, err)
+				}
 			case *Acquire:
 				if res.Hello == nil {
 					return res, fmt.Errorf("shard %d: the worker sent acquire before hello", shard)
@@ -130,6 +151,16 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 				}()
 			case *Trial:
 				release(m.Acquire)
+				if fetch != nil {
+					err := fetch(ctx, m.Path)
+					if err != nil {
+						err = fetch(ctx, m.Path)
+					}
+					if err != nil {
+						c.Logger.Warn("copying a transcript back failed twice; the trial stays missing", "shard", shard, "trial", m.Key.String(), "err", err)
+						continue
+					}
+				}
 				if c.Events != nil {
 					c.Events.Trial(shard, m)
 				}

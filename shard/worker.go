@@ -13,6 +13,7 @@ import (
 
 	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/dataset"
+	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/servers"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
@@ -26,8 +27,10 @@ type Worker struct {
 	Clients *client.Registry
 	// Results is the run folder transcripts are written to.
 	Results *store.Run
-	// Env holds the values clients may read (keys); see client.OpenParams.
-	Env map[string]string
+	// Secrets holds the values clients may read (keys). The coordinator
+	// sends them in a tokens message after hello; they stay in memory and
+	// every one is redacted from what the worker writes.
+	Secrets *secrets.Set
 	// Environment says where the worker runs.
 	Environment transcript.Environment
 	Logger      *slog.Logger
@@ -45,7 +48,12 @@ func (w *Worker) Run(ctx context.Context, b *Bundle, in io.Reader, out io.Writer
 	defer cancel()
 	// runCtx ends on cancel (Ctrl-C or a cancel message): trials in flight
 	// end as cancelled.
-	r := &workerRun{w: w, b: b, enc: enc, grants: map[int64]chan struct{}{}}
+	if w.Secrets == nil {
+		w.Secrets = secrets.New()
+	}
+	results := *w.Results
+	results.Redact = secrets.NewRedactor(w.Secrets)
+	r := &workerRun{w: w, b: b, enc: enc, results: &results, grants: map[int64]chan struct{}{}}
 	go r.readCoordinator(in, cancel)
 
 	if err := enc.Write(&Hello{Protocol: Protocol, MSTVersion: w.MSTVersion, Shard: b.Shard, OS: runtime.GOOS, Arch: runtime.GOARCH}); err != nil {
@@ -82,9 +90,10 @@ func (w *Worker) Run(ctx context.Context, b *Bundle, in io.Reader, out io.Writer
 }
 
 type workerRun struct {
-	w   *Worker
-	b   *Bundle
-	enc *Encoder
+	w       *Worker
+	b       *Bundle
+	enc     *Encoder
+	results *store.Run
 
 	mu       sync.Mutex
 	grants   map[int64]chan struct{}
@@ -122,11 +131,11 @@ func (r *workerRun) readCoordinator(in io.Reader, cancel context.CancelFunc) {
 				close(ch)
 			}
 		case *Tokens:
-			r.mu.Lock()
 			for k, v := range m.Values {
-				r.w.Env[k] = v
+				if err := r.w.Secrets.Add(k, v); err != nil {
+					r.w.Logger.Warn("refusing a token", "name", k, "err", err)
+				}
 			}
-			r.mu.Unlock()
 		case *Cancel:
 			r.w.Logger.Info("cancel received", "reason", m.Reason)
 			cancel()
@@ -227,7 +236,7 @@ func (r *workerRun) trial(ctx context.Context, key transcript.Key) {
 	r.inFlight.Add(1)
 	defer r.inFlight.Add(-1)
 	t := r.runTrial(ctx, key, v, c, set)
-	path, werr := r.w.Results.WriteTranscript(t)
+	path, werr := r.results.WriteTranscript(t)
 	if werr != nil {
 		r.w.Logger.Error("writing transcript", "key", key, "err", werr)
 		return
@@ -366,7 +375,7 @@ func (r *workerRun) pool(v *Variant, set settings) (*pool, error) {
 	}
 	p := &pool{def: def, params: client.OpenParams{
 		Variant: v.Name, Model: set.model, Options: set.options, Servers: v.Servers,
-		Env: r.w.Env, Environment: r.w.Environment, Logger: r.w.Logger.With("variant", v.Name), WorkDir: r.w.WorkDir,
+		Env: r.w.Secrets.Env(), Environment: r.w.Environment, Logger: r.w.Logger.With("variant", v.Name), WorkDir: r.w.WorkDir,
 	}}
 	r.pools[poolKey] = p
 	return p, nil

@@ -116,10 +116,11 @@ func runShard(t *testing.T, def *client.Definition, prompts []string, concurrenc
 	}
 	b := &shard.Bundle{Run: transcript.Run{ID: "r"}, Variants: []shard.Variant{v}, Cases: cases, Trials: keys, Concurrency: concurrency}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	local := &runner.Local{Worker: &shard.Worker{Clients: client.NewRegistry(def), Env: map[string]string{}, Logger: logger, MSTVersion: "test", WorkDir: dir}}
+	local := &runner.Local{Worker: &shard.Worker{Clients: client.NewRegistry(def), Logger: logger, MSTVersion: "test", WorkDir: dir}}
 	ev := &events{}
 	coord := &shard.Coordinator{MSTVersion: "test", Limits: shard.NewLimiter(nil, nil), Events: ev, Logger: logger}
-	res, err := local.RunShard(t.Context(), b, dir, coord.Serve)
+	rep, err := local.RunShard(t.Context(), runner.Shard{Bundle: b, Results: dir, Serve: coord.Serve})
+	res := rep.Result
 	if err != nil {
 		t.Fatalf("RunShard: %v", err)
 	}

@@ -31,6 +31,8 @@ type Run struct {
 	Trials    int       `json:"trialsPerCase"`
 	Counts    Counts    `json:"counts"`
 	Collect   string    `json:"collect"`
+	// Resumes counts how often the run was resumed.
+	Resumes int `json:"resumes,omitempty"`
 	// Note says why a run is partial, when it is.
 	Note string `json:"note,omitempty"`
 }
@@ -40,6 +42,29 @@ type RunnerInfo struct {
 	Name    string            `json:"name"`
 	Options map[string]string `json:"options,omitempty"`
 	Shards  int               `json:"shards"`
+	Keep    string            `json:"keep,omitempty"`
+	// Machines has one entry per shard that ran, latest attempt last.
+	Machines []Machine `json:"machines,omitempty"`
+}
+
+// Machine records one shard's machine and how the shard ended.
+type Machine struct {
+	Shard      int    `json:"shard"`
+	ID         string `json:"id"`
+	Image      string `json:"image,omitempty"`
+	MSTVersion string `json:"mstVersion,omitempty"`
+	// ClientVersions are the versions the worker reported at hello.
+	ClientVersions map[string]string `json:"clientVersions,omitempty"`
+	OS             string            `json:"os,omitempty"`
+	// Trials is how many trials the shard was given.
+	Trials int `json:"trials"`
+	// Ended is done, failed, lost or cancelled.
+	Ended string `json:"ended"`
+	Error string `json:"error,omitempty"`
+	// CleanupOK is false when the worker could not close a client.
+	CleanupOK bool `json:"cleanupOk"`
+	// Attempt counts from 1: a resumed run's shards are attempt 2 and on.
+	Attempt int `json:"attempt,omitempty"`
 }
 
 // Selection records the subset of the eval a run was asked for.

@@ -16,6 +16,7 @@ import (
 	"github.com/mst-eval/mst/client/codexcli"
 	"github.com/mst-eval/mst/client/cowork"
 	"github.com/mst-eval/mst/grade"
+	"github.com/mst-eval/mst/runner"
 )
 
 // Clients returns a registry of the built-in clients.
@@ -84,4 +85,12 @@ func (Catalog) GraderSchema() json.RawMessage { return grade.Schema() }
 func (Catalog) ParseGrader(spec json.RawMessage) error {
 	_, err := grade.Parse(spec)
 	return err
+}
+
+// Runners returns a registry of the built-in runners.
+func Runners() *runner.Registry {
+	return runner.NewRegistry(
+		runner.LocalDefinition(),
+		runner.ProcessesDefinition(),
+	)
 }

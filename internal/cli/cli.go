@@ -102,6 +102,7 @@ Start with the quickstart, which runs offline with no keys:
 		newValidateCmd(stdio),
 		newSchemaCmd(stdio),
 		newReportCmd(stdio),
+		newCollectCmd(stdio),
 		newVersionCmd(stdio),
 		newClientsCmd(stdio),
 	)

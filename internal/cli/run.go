@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -20,6 +20,7 @@ import (
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/shard"
+	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
 )
 
@@ -32,7 +33,11 @@ type runFlags struct {
 	json     bool
 	verbose  bool
 	// secretsFile is the --secrets-file path, or "".
-	secretsFile string
+	secretsFile   string
+	runner        string
+	runnerOptions []string
+	resume        string
+	retryErrored  bool
 }
 
 func newRunCmd(stdio Stdio) *cobra.Command {
@@ -60,9 +65,21 @@ OPENAI_API_KEY and any variable a variant names with clientOptions.apiKeyEnv
   mst run eval.yaml --variant clear --limit 3 --trials 1
   mst run eval.yaml --case forecast-oslo --case alerts-north-sea --json > report.json
   mst run eval.yaml --secrets-file ~/.config/mst/secrets.env`,
-		Args: cobra.ExactArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if f.resume != "" {
+				return cobra.RangeArgs(0, 1)(cmd, args)
+			}
+			if len(args) != 1 {
+				return fmt.Errorf("mst run takes the eval config file (or --resume RUN): mst run eval.yaml")
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runEval(cmd.Context(), stdio, args[0], f)
+			path := ""
+			if len(args) == 1 {
+				path = args[0]
+			}
+			return runEval(cmd.Context(), stdio, path, f)
 		},
 	}
 	fl := cmd.Flags()
@@ -74,10 +91,14 @@ OPENAI_API_KEY and any variable a variant names with clientOptions.apiKeyEnv
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON on stdout (progress still goes to stderr)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log details on stderr")
 	fl.StringVar(&f.secretsFile, "secrets-file", "", "file of KEY=value lines given to clients as environment variables and redacted from everything stored")
+	fl.StringVar(&f.runner, "runner", "local", "where trials run: local (in this process) or processes (a child mst per shard)")
+	fl.StringArrayVar(&f.runnerOptions, "runner-option", nil, "runner setting as key=value (repeat): shards=N, keep=never|failed|always, and the runner's own")
+	fl.StringVar(&f.resume, "resume", "", "continue a stored run (its folder or id): run only its missing and cancelled trials into it")
+	fl.BoolVar(&f.retryErrored, "retry-errored", false, "with --resume, also run again the trials that errored")
 	return cmd
 }
 
-func loadEval(stdio Stdio, path string) (*eval.Config, []dataset.Case, error) {
+func loadEval(stdio Stdio, path, goos string) (*eval.Config, []dataset.Case, error) {
 	clients := builtin.Clients()
 	cfg, err := eval.Load(path, builtin.Catalog{Clients: clients})
 	if err != nil {
@@ -100,9 +121,10 @@ func loadEval(stdio Stdio, path string) (*eval.Config, []dataset.Case, error) {
 	if len(bad) > 0 {
 		return nil, nil, withCode(ExitUsage, errors.Join(bad...))
 	}
-	// The local runner runs trials on this machine, so its OS is known.
+	// goos is the OS of the machines that will run the trials, "" when the
+	// runner does not say: then no OS is guessed.
 	check := func(name, goos string) error { return builtin.CheckClient(clients, name, goos) }
-	if err := run.Check(cfg, cases, clients, runtime.GOOS, check); err != nil {
+	if err := run.Check(cfg, cases, clients, goos, check); err != nil {
 		return nil, nil, withCode(ExitUsage, err)
 	}
 	return cfg, cases, nil
@@ -131,32 +153,57 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 		fmt.Fprintf(stderr, "mst: warning: %s\n", w)
 	}
 
-	cfg, cases, err := loadEval(stdio, path)
+	runners := builtin.Runners()
+	rdef, err := runners.Lookup(f.runner)
 	if err != nil {
-		return err
+		return withCode(ExitUsage, fmt.Errorf("--runner: %w", err))
 	}
-	if f.trials < 0 || f.limit < 0 {
-		return withCode(ExitUsage, errors.New("--trials and --limit take a positive number"))
-	}
-	cases, err = dataset.Select(cases, f.cases, f.limit)
+	chosen, err := runner.ParseOptions(rdef, f.runnerOptions, set)
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
-	variants := cfg.VariantOrder
-	if len(f.variants) > 0 {
-		for _, v := range f.variants {
+
+	var resume *store.Run
+	var stored transcript.Run
+	if f.resume != "" {
+		if len(f.variants) > 0 || len(f.cases) > 0 || f.trials > 0 || f.limit > 0 {
+			return withCode(ExitUsage, errors.New("--resume runs the run's own plan: drop --variant, --case, --trials and --limit"))
+		}
+		if resume, err = openRun(f.resume, f.results); err != nil {
+			return withCode(ExitUsage, err)
+		}
+		if stored, err = resume.ReadRun(); err != nil {
+			return err
+		}
+		if path == "" {
+			path = stored.ConfigFile
+		}
+	} else if f.retryErrored {
+		return withCode(ExitUsage, errors.New("--retry-errored goes with --resume RUN"))
+	}
+
+	cfg, cases, err := loadEval(stdio, path, rdef.OS)
+	if err != nil {
+		return err
+	}
+	var variants []string
+	var trials int
+	if resume != nil {
+		// A resumed run keeps its own plan: the cases as they were loaded,
+		// its variants and its trials per case.
+		if cases, err = resume.ReadCases(); err != nil {
+			return fmt.Errorf("reading the run's cases: %w", err)
+		}
+		variants, trials = stored.Variants, stored.Trials
+		for _, v := range variants {
 			if _, ok := cfg.Variants[v]; !ok {
-				return withCode(ExitUsage, fmt.Errorf("--variant %s: no such variant in %s (it has: %s)", v, path, strings.Join(cfg.VariantOrder, ", ")))
+				return withCode(ExitUsage, fmt.Errorf("%w: variant %s is gone from %s", run.ErrConfigChanged, v, path))
 			}
 		}
-		variants = slices.DeleteFunc(slices.Clone(cfg.VariantOrder), func(v string) bool { return !slices.Contains(f.variants, v) })
-	}
-	trials := cfg.Trials
-	if trials == 0 {
-		trials = 1
-	}
-	if f.trials > 0 {
-		trials = f.trials
+	} else {
+		if variants, trials, cases, err = selectPlan(cfg, cases, f, path); err != nil {
+			return err
+		}
 	}
 	results := f.results
 	if results == "" {
@@ -170,22 +217,35 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 	}
 	logger := newLogger(stderr, f.verbose)
 	clients := builtin.Clients()
-	env := set.Env()
 	workDir, err := os.MkdirTemp("", "mst-work-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(workDir)
-	local := &runner.Local{Worker: &shard.Worker{
-		Clients: clients, Env: env, Environment: run.Environment("local"), Logger: logger,
-		MSTVersion: Version, WorkDir: workDir,
-	}, Redact: redact}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	rn, err := rdef.New(ctx, runner.Params{
+		Options: chosen.Options, Shards: chosen.Shards, Keep: chosen.Keep, Logger: logger,
+		MST: []string{exe}, Secrets: set,
+		Worker: &shard.Worker{
+			Clients: clients, Environment: run.Environment(rdef.Name), Logger: logger,
+			MSTVersion: Version, WorkDir: workDir,
+		},
+	})
+	if err != nil {
+		return err
+	}
+	defer rn.Close()
 	opts := run.Options{
 		Config: cfg, Cases: cases, Variants: variants, Trials: trials,
 		Selection: transcript.Selection{Variants: f.variants, Cases: f.cases, Trials: f.trials, Limit: f.limit},
-		Results:   results, Clients: clients, Env: env, Redact: redact, Logger: logger, MSTVersion: Version,
+		Results:   results, Clients: clients, Secrets: set, Redact: redact, Logger: logger, MSTVersion: Version,
 		Progress: run.NewProgress(stderr, isTerminal(stdio.Err)),
-		Runner:   local,
+		Runner:   rn, Shards: chosen.Shards,
+		RunnerInfo: transcript.RunnerInfo{Name: rdef.Name, Options: chosen.Options, Shards: chosen.Shards, Keep: chosen.Keep},
+		Resume:     resume, RetryErrored: f.retryErrored,
 	}
 	out, err := run.Execute(ctx, opts)
 	if err != nil {
@@ -265,3 +325,45 @@ type redactedError struct {
 
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
+
+// selectPlan applies the selection flags: which variants, cases and trials
+// per case a new run has.
+func selectPlan(cfg *eval.Config, cases []dataset.Case, f runFlags, path string) ([]string, int, []dataset.Case, error) {
+	if f.trials < 0 || f.limit < 0 {
+		return nil, 0, nil, withCode(ExitUsage, errors.New("--trials and --limit take a positive number"))
+	}
+	cases, err := dataset.Select(cases, f.cases, f.limit)
+	if err != nil {
+		return nil, 0, nil, withCode(ExitUsage, err)
+	}
+	variants := cfg.VariantOrder
+	if len(f.variants) > 0 {
+		for _, v := range f.variants {
+			if _, ok := cfg.Variants[v]; !ok {
+				return nil, 0, nil, withCode(ExitUsage, fmt.Errorf("--variant %s: no such variant in %s (it has: %s)", v, path, strings.Join(cfg.VariantOrder, ", ")))
+			}
+		}
+		variants = slices.DeleteFunc(slices.Clone(cfg.VariantOrder), func(v string) bool { return !slices.Contains(f.variants, v) })
+	}
+	trials := max(cfg.Trials, 1)
+	if f.trials > 0 {
+		trials = f.trials
+	}
+	return variants, trials, cases, nil
+}
+
+// openRun finds a stored run by folder, or by id under the results folder
+// (--results, else ./mst-results).
+func openRun(ref, results string) (*store.Run, error) {
+	if st, err := store.Open(ref); err == nil {
+		return st, nil
+	}
+	if results == "" {
+		results = "mst-results"
+	}
+	st, err := store.Open(filepath.Join(results, ref))
+	if err != nil {
+		return nil, fmt.Errorf("--resume %s: no run folder there, nor a run with that id in %s", ref, results)
+	}
+	return st, nil
+}

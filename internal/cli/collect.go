@@ -1,0 +1,72 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mst-eval/mst/internal/builtin"
+	"github.com/mst-eval/mst/run"
+	"github.com/mst-eval/mst/runner"
+	"github.com/mst-eval/mst/secrets"
+	"github.com/mst-eval/mst/shard"
+	"github.com/mst-eval/mst/store"
+)
+
+// newCollectCmd is the worker: runners start it on a machine, and it speaks
+// mst.shard/v1 on its stdin and stdout. Nothing but protocol lines goes to
+// stdout; logs go to stderr.
+func newCollectCmd(stdio Stdio) *cobra.Command {
+	var bundleDir, results string
+	var verbose bool
+	cmd := &cobra.Command{
+		Use:    "collect --bundle DIR --results DIR",
+		Short:  "Run one shard's trials as a worker (started by runners, not by hand)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			b, err := readBundle(bundleDir)
+			if err != nil {
+				return err
+			}
+			if err := os.MkdirAll(results, 0o755); err != nil {
+				return err
+			}
+			set := secrets.New()
+			stderr := secrets.NewRedactor(set).Writer(stdio.Err)
+			defer stderr.Flush()
+			work, err := os.MkdirTemp("", "mst-worker-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(work)
+			w := &shard.Worker{
+				Clients: builtin.Clients(), Results: &store.Run{Dir: results}, Secrets: set,
+				Environment: run.Environment(b.Run.Runner.Name), Logger: newLogger(stderr, verbose),
+				MSTVersion: Version, WorkDir: work,
+			}
+			return w.Run(cmd.Context(), b, stdio.In, stdio.Out)
+		},
+	}
+	cmd.Flags().StringVar(&bundleDir, "bundle", "", "the shard's bundle folder")
+	cmd.Flags().StringVar(&results, "results", "", "the folder the worker writes transcripts to")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log details on stderr")
+	cmd.MarkFlagRequired("bundle")
+	cmd.MarkFlagRequired("results")
+	return cmd
+}
+
+func readBundle(dir string) (*shard.Bundle, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, runner.BundleFile))
+	if err != nil {
+		return nil, fmt.Errorf("reading the bundle: %w", err)
+	}
+	var b shard.Bundle
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return nil, fmt.Errorf("reading the bundle: %w", err)
+	}
+	return &b, nil
+}

@@ -1,0 +1,167 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// ProcessesDefinition is the processes runner: each shard is a child
+// `mst collect` in a folder of its own on this machine, reached through the
+// same channel operations as a remote machine, so the whole protocol runs
+// without containers.
+func ProcessesDefinition() *Definition {
+	return &Definition{
+		Name:        "processes",
+		Description: "Runs each shard as a child mst process in its own folder on this machine.",
+		OS:          runtime.GOOS,
+		Options: json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{
+  "dir": {"type":"string","description":"Folder that holds the shards' folders (default: a new temporary folder)."}
+}}`),
+		MaxShards: 4 * runtime.NumCPU(),
+		New: func(ctx context.Context, p Params) (Runner, error) {
+			if len(p.MST) == 0 {
+				return nil, errors.New("processes runner: no mst command to start workers with")
+			}
+			root := p.Options["dir"]
+			owned := false
+			if root == "" {
+				var err error
+				if root, err = os.MkdirTemp("", "mst-shards-"); err != nil {
+					return nil, err
+				}
+				owned = true
+			}
+			pr := &processes{root: root, owned: owned, mst: p.MST}
+			pr.Runner = MachineRunner(pr.create, p)
+			return pr, nil
+		},
+	}
+}
+
+type processes struct {
+	Runner
+	root  string
+	owned bool
+	mst   []string
+}
+
+func (p *processes) create(ctx context.Context, i int) (Machine, error) {
+	dir := filepath.Join(p.root, "shard-"+strconv.Itoa(i))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	return &folder{dir: dir, mst: p.mst}, nil
+}
+
+// Close removes the shards' root folder when the runner made it and it
+// is empty (kept machines keep it).
+func (p *processes) Close() error {
+	if p.owned {
+		os.Remove(p.root)
+	}
+	return nil
+}
+
+// folder is a "machine" that is a folder on this machine.
+type folder struct {
+	dir string
+	mst []string
+}
+
+func (f *folder) ID() string      { return f.dir }
+func (f *folder) WorkDir() string { return f.dir }
+func (f *folder) MST() []string   { return f.mst }
+func (f *folder) Image() string   { return "" }
+
+func (f *folder) Remove(ctx context.Context) error { return os.RemoveAll(f.dir) }
+
+// Exec runs argv as a child process in the folder. Its first element is the
+// program; the child sees "mst" as its name. When ctx ends the child is
+// stopped in steps: SIGTERM, then SIGKILL after a grace period.
+func (f *folder) Exec(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Args[0] = "mst"
+	cmd.Dir = f.dir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	isolate(cmd)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 5 * time.Second
+	return cmd.Run()
+}
+
+func (f *folder) CopyTo(ctx context.Context, localDir, remoteDir string) error {
+	return copyTree(localDir, remoteDir)
+}
+
+func (f *folder) CopyFrom(ctx context.Context, remotePath, localPath string) error {
+	return copyTree(remotePath, localPath)
+}
+
+// copyTree copies a file, or a folder and everything in it.
+func copyTree(src, dst string) error {
+	st, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return copyFile(src, dst, st.Mode().Perm())
+	}
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		return copyFile(p, target, info.Mode().Perm())
+	})
+}
+
+// copyFile copies one file through a temporary name, so a reader never
+// sees half of it.
+func copyFile(src, dst string, perm fs.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".tmp-copy-*")
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(tmp, in)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), perm)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), dst)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("copying %s: %w", src, err)
+	}
+	return nil
+}
