@@ -8,9 +8,7 @@
 package claudecode
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 
 	"github.com/mst-eval/mst/client"
 )
@@ -18,13 +16,9 @@ import (
 // Name is the client's name in eval configs.
 const Name = "claude-code"
 
-// errNotBuilt says that this build cannot run claude-code and what to use
-// instead.
-var errNotBuilt = errors.New(Name + " is defined but not built into this version of mst yet (it comes with the CLI clients); use client api meanwhile")
-
 // Definition is the claude-code client's definition.
 func Definition() *client.Definition {
-	return &client.Definition{
+	return client.NotYetBuilt(&client.Definition{
 		Name:        Name,
 		Description: "The Claude Code CLI, run in print mode with the variant's servers as its only MCP servers.",
 		Requirements: client.Requirements{
@@ -35,12 +29,7 @@ func Definition() *client.Definition {
 		Options:       optionsSchema(),
 		Concurrent:    true,
 		CaseOverrides: []string{"model", "clientOptions"},
-		Available:     func(string) error { return errNotBuilt },
-		// Open is never reached: the loader checks Available first. It is
-		// here because a definition needs Open or Run, and it fails the
-		// same way should a caller skip that check.
-		Open: func(context.Context, client.OpenParams) (client.Session, error) { return nil, errNotBuilt },
-	}
+	}, client.CLINotBuilt(Name))
 }
 
 // optionsSchema returns the JSON Schema of claude-code's clientOptions.

@@ -13,11 +13,6 @@
 package cowork
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
-	"runtime"
-
 	"github.com/mst-eval/mst/client"
 )
 
@@ -26,7 +21,7 @@ const Name = "cowork"
 
 // Definition is the cowork client's definition.
 func Definition() *client.Definition {
-	return &client.Definition{
+	return client.NotYetBuilt(&client.Definition{
 		Name:        Name,
 		Description: "Claude Desktop in Cowork mode.",
 		Requirements: client.Requirements{
@@ -37,40 +32,6 @@ func Definition() *client.Definition {
 			},
 			Setup: "Install Claude Desktop from https://claude.ai/download, sign in and turn on Cowork",
 		},
-		Options:   optionsSchema(),
-		Available: available,
-		// Open is never reached: the loader checks Available first. It is
-		// here because a definition needs Open or Run, and it fails the
-		// same way should a caller skip that check.
-		Open: func(context.Context, client.OpenParams) (client.Session, error) {
-			return nil, available(runtime.GOOS)
-		},
-	}
-}
-
-// available says why this build cannot run cowork on goos.
-func available(goos string) error {
-	switch goos {
-	case "darwin":
-		return errors.New(Name + " is defined but not built into this version of mst yet (it comes with the desktop clients); no machine can run it in this build")
-	case "linux":
-		return errors.New(Name + " is not available on linux yet: this build has no Linux desktop automation (it comes with the desktop clients); no machine can run it in this build")
-	}
-	return errors.New(Name + " runs only on macOS and Linux")
-}
-
-// optionsSchema returns the JSON Schema of cowork's clientOptions.
-func optionsSchema() json.RawMessage {
-	return client.OptionsSchema(client.SharedOptions{
-		Timeout:    "900s",
-		MaxActions: &client.MaxActions{Action: "UI actions such as clicks, keystrokes and screenshots", Default: 50},
-		AppVersion: true,
-	},
-		client.Option{
-			Name:        "computerUseModel",
-			Schema:      map[string]any{"type": "string", "pattern": "^anthropic/.+$", "patternErrorMessage": "must be an Anthropic model as anthropic/MODEL"},
-			Description: "The model that plans Computer Use actions on macOS, as anthropic/MODEL. Linux runs the accessibility automation, which has no planner, and does not use it.",
-			Default:     "anthropic/claude-sonnet-4-5",
-		},
-	)
+		Options: client.DesktopOptions("900s"),
+	}, client.DesktopNotBuilt(Name))
 }
