@@ -50,6 +50,34 @@ type Definition struct {
 	MaxShards int
 	// New makes the runner for one run.
 	New func(ctx context.Context, p Params) (Runner, error)
+	// Setup prepares what the runner needs once per machine of the user's
+	// (`mst runner setup NAME`), such as building a worker image; nil when
+	// it needs nothing.
+	Setup func(ctx context.Context, p SetupParams) error
+	// Leftovers lists the machines a run left behind (kept by keep, or
+	// orphaned by a crash), by run id ("" for every run); Remove deletes
+	// them (`mst runner cleanup`). Both nil when the runner leaves nothing.
+	Leftovers func(ctx context.Context, options map[string]string, runID string) ([]Leftover, error)
+	Remove    func(ctx context.Context, options map[string]string, l Leftover) error
+}
+
+// SetupParams is what `mst runner setup` passes a runner.
+type SetupParams struct {
+	Options map[string]string
+	// MST is the path of this mst binary, to put in a worker image.
+	MST    string
+	Logger *slog.Logger
+	// Out receives progress meant for the user.
+	Out io.Writer
+}
+
+// Leftover is a machine a run left behind.
+type Leftover struct {
+	ID    string `json:"id"`
+	Run   string `json:"run"`
+	Shard int    `json:"shard"`
+	// Detail is what the runner can say about it (its state, its age).
+	Detail string `json:"detail,omitempty"`
 }
 
 // Params is what a runner is made with.
