@@ -36,8 +36,13 @@ type Coordinator struct {
 	// when zero).
 	Silence time.Duration
 	// Secrets are sent to every worker in a tokens message right after its
-	// hello: the only way keys reach a worker.
+	// hello: the only way keys reach a worker. Every token TokenSource
+	// hands out is added to it, so the run's redaction covers it.
 	Secrets *secrets.Set
+	// TokenSource answers workers' need-tokens messages. When nil, workers
+	// get only Secrets, and need-tokens is answered with nothing. A
+	// Coordinator with a TokenSource needs Secrets.
+	TokenSource TokenSource
 }
 
 // Fetch copies one file the worker wrote (a path relative to the run
@@ -58,9 +63,14 @@ type ShardResult struct {
 // first. When ctx ends, it sends cancel and goes on reading until done.
 //
 // Before reporting a trial, Serve copies its transcript back with fetch,
-// trying twice; a transcript that cannot be copied stays missing.
+// trying twice; a transcript that cannot be copied stays missing. It
+// answers each need-tokens message through c.TokenSource, from a goroutine
+// of its own.
 func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io.Writer, fetch Fetch) (ShardResult, error) {
 	var res ShardResult
+	if c.TokenSource != nil && c.Secrets == nil {
+		return res, errors.New("shard: a coordinator with a token source needs Secrets, to redact the tokens it hands out")
+	}
 	enc := NewEncoder(out)
 	msgs := make(chan any)
 	errc := make(chan error, 1)
@@ -105,6 +115,8 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 	}()
 	grantCtx, stopGrants := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopGrants()
+	tokenCtx, stopTokens := context.WithCancel(ctx)
+	defer stopTokens()
 	done := ctx.Done()
 	for {
 		select {
@@ -164,9 +176,12 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 				if c.Events != nil {
 					c.Events.Trial(shard, m)
 				}
-			case *Heartbeat, *NeedTokens:
-				// A heartbeat only proves the worker is alive. Tokens for
-				// connector servers come with a later version.
+			case *NeedTokens:
+				// A token source may take a while (a refresh over the
+				// network); the worker does not wait for the answer.
+				go c.answerNeedTokens(tokenCtx, shard, enc, m)
+			case *Heartbeat:
+				// A heartbeat only proves the worker is alive.
 			case *Done:
 				res.Done = m
 				if m.Error != "" {

@@ -1,6 +1,8 @@
 package shard
 
 import (
+	"time"
+
 	"github.com/mst-eval/mst/transcript"
 )
 
@@ -45,9 +47,15 @@ type Acquire struct {
 	Servers   []string       `json:"servers,omitempty"`
 }
 
-// NeedTokens asks the coordinator for fresh access tokens for servers.
+// NeedTokens asks the coordinator for fresh access tokens: the tokens of
+// the servers in Servers, and the tokens named in Names (a worker asks for
+// a token it holds by name before that token expires). The coordinator
+// answers with a Tokens message when it can, and with nothing otherwise;
+// the worker never waits for the answer.
 type NeedTokens struct {
-	Servers []string `json:"servers"`
+	Servers []string `json:"servers,omitempty"`
+	// Names are token names, as in Tokens.Values.
+	Names []string `json:"names,omitempty"`
 }
 
 // Trial reports that a trial ended and its transcript was written. It gives
@@ -83,10 +91,16 @@ type Granted struct {
 	ID int64 `json:"id"`
 }
 
-// Tokens hands the worker access tokens and secret values. They are kept in
-// memory only.
+// Tokens hands the worker access tokens and secret values, by name. The
+// worker keeps them in memory and in a memory-backed folder only, and
+// redacts every one from what it writes. A name sent again replaces its
+// value; the old value stays redacted.
 type Tokens struct {
 	Values map[string]string `json:"values"`
+	// Expires gives, for a name in Values, when its value stops working.
+	// A name without an entry does not expire. A worker asks for a fresh
+	// value (NeedTokens) before that time and drops the value at it.
+	Expires map[string]time.Time `json:"expires,omitempty"`
 }
 
 // Cancel asks the worker to stop: trials in flight end as cancelled and no

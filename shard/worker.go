@@ -27,10 +27,19 @@ type Worker struct {
 	Clients *client.Registry
 	// Results is the run folder transcripts are written to.
 	Results *store.Run
-	// Secrets holds the values clients may read (keys). The coordinator
-	// sends them in a tokens message after hello; they stay in memory and
-	// every one is redacted from what the worker writes.
+	// Secrets holds the values clients may read (keys and tokens). The
+	// coordinator sends them in tokens messages; they stay in memory, and
+	// in a memory-backed folder of files (see TokensDir), and every one is
+	// redacted from what the worker writes.
 	Secrets *secrets.Set
+	// TokensDir, when set, is the folder the worker writes token files to,
+	// instead of the first it can make on a memory-backed file system of
+	// /run/mst/tokens, $XDG_RUNTIME_DIR/mst-tokens-<pid>-* and
+	// /dev/shm/mst-tokens-<pid>-*. It must not exist: the worker makes it
+	// (mode 0700, files 0600) when the first token arrives, and removes it
+	// before Run returns. A runner sets it only to a memory-backed folder.
+	// Sessions find the folder in their Env as MST_TOKENS_DIR.
+	TokensDir string
 	// Environment says where the worker runs.
 	Environment transcript.Environment
 	Logger      *slog.Logger
@@ -54,13 +63,22 @@ func (w *Worker) Run(ctx context.Context, b *Bundle, in io.Reader, out io.Writer
 	results := *w.Results
 	results.Redact = secrets.NewRedactor(w.Secrets)
 	r := &workerRun{w: w, b: b, enc: enc, results: &results, grants: map[int64]chan struct{}{}}
+	r.tokens = newWorkerTokens(w.Secrets, w.Logger, w.TokensDir, func(names []string) {
+		if err := enc.Write(&NeedTokens{Names: names}); err != nil {
+			w.Logger.Warn("asking for fresh tokens failed", "names", names, "err", err)
+		}
+	})
+	// The tokens folder goes on every way out; the normal ways remove it
+	// before done, to report a failure to.
+	defer r.tokens.close()
 	go r.readCoordinator(in, cancel)
 
 	if err := enc.Write(&Hello{Protocol: Protocol, MSTVersion: w.MSTVersion, Shard: b.Shard, OS: runtime.GOOS, Arch: runtime.GOARCH}); err != nil {
 		return fmt.Errorf("writing hello: %w", err)
 	}
 	if err := r.ready(ctx); err != nil {
-		enc.Write(&Done{Error: err.Error(), CleanupOK: true})
+		cleanup := r.tokens.close()
+		enc.Write(&Done{Error: err.Error(), CleanupOK: cleanup == nil})
 		return err
 	}
 
@@ -85,7 +103,7 @@ func (w *Worker) Run(ctx context.Context, b *Bundle, in io.Reader, out io.Writer
 	}
 	wg.Wait()
 	stopHB()
-	cleanup := r.closeSessions()
+	cleanup := errors.Join(r.closeSessions(), r.tokens.close())
 	return enc.Write(&Done{Counts: r.counts(), CleanupOK: cleanup == nil})
 }
 
@@ -94,6 +112,7 @@ type workerRun struct {
 	b       *Bundle
 	enc     *Encoder
 	results *store.Run
+	tokens  *workerTokens
 
 	mu       sync.Mutex
 	grants   map[int64]chan struct{}
@@ -131,11 +150,9 @@ func (r *workerRun) readCoordinator(in io.Reader, cancel context.CancelFunc) {
 				close(ch)
 			}
 		case *Tokens:
-			for k, v := range m.Values {
-				if err := r.w.Secrets.Add(k, v); err != nil {
-					r.w.Logger.Warn("refusing a token", "name", k, "err", err)
-				}
-			}
+			// Handled before the next message, so a trial granted after
+			// a tokens message finds its values.
+			r.tokens.receive(m)
 		case *Cancel:
 			r.w.Logger.Info("cancel received", "reason", m.Reason)
 			cancel()
@@ -375,7 +392,7 @@ func (r *workerRun) pool(v *Variant, set settings) (*pool, error) {
 	}
 	p := &pool{def: def, params: client.OpenParams{
 		Variant: v.Name, Model: set.model, Options: set.options, Servers: v.Servers,
-		Env: r.w.Secrets.Env(), Environment: r.w.Environment, Logger: r.w.Logger.With("variant", v.Name), WorkDir: r.w.WorkDir,
+		Env: r.tokens.env(), Environment: r.w.Environment, Logger: r.w.Logger.With("variant", v.Name), WorkDir: r.w.WorkDir,
 	}}
 	r.pools[poolKey] = p
 	return p, nil
