@@ -14,6 +14,10 @@ import (
 // version does not know.
 var ErrUnknownMessage = errors.New("unknown message type")
 
+// ErrBadLine is returned by Decoder.Read for a line that is not a protocol
+// message at all (not JSON, or a message whose fields do not decode).
+var ErrBadLine = errors.New("not a protocol line")
+
 // maxLine bounds one protocol line.
 const maxLine = 16 << 20
 
@@ -85,14 +89,14 @@ func (d *Decoder) Read() (any, error) {
 func Decode(line []byte) (any, error) {
 	var env envelope
 	if err := json.Unmarshal(line, &env); err != nil {
-		return nil, fmt.Errorf("shard: not a protocol line: %q: %w", abbreviate(line), err)
+		return nil, fmt.Errorf("shard: %w: %q: %w", ErrBadLine, abbreviate(line), err)
 	}
 	m := newMessage(env.Type)
 	if m == nil {
 		return nil, fmt.Errorf("shard: %w %q", ErrUnknownMessage, env.Type)
 	}
 	if err := json.Unmarshal(line, m); err != nil {
-		return nil, fmt.Errorf("shard: bad %s message: %w", env.Type, err)
+		return nil, fmt.Errorf("shard: %w: bad %s message: %w", ErrBadLine, env.Type, err)
 	}
 	return m, nil
 }

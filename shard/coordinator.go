@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -68,12 +69,18 @@ type ShardResult struct {
 // of its own.
 func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io.Writer, fetch Fetch) (ShardResult, error) {
 	var res ShardResult
+	logger := c.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	if c.TokenSource != nil && c.Secrets == nil {
 		return res, errors.New("shard: a coordinator with a token source needs Secrets, to redact the tokens it hands out")
 	}
 	enc := NewEncoder(out)
 	msgs := make(chan any)
 	errc := make(chan error, 1)
+	stop := make(chan struct{})
+	defer close(stop)
 	go func() {
 		dec := NewDecoder(in)
 		for {
@@ -82,7 +89,11 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 				errc <- err
 				return
 			}
-			msgs <- m
+			select {
+			case msgs <- m:
+			case <-stop:
+				return
+			}
 		}
 	}()
 	silence := c.Silence
@@ -93,6 +104,7 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 	defer timer.Stop()
 	held := map[int64][]*semaphore{}
 	var heldMu sync.Mutex
+	closed := false // set when Serve returns; late grants give their room back
 	release := func(id int64) {
 		heldMu.Lock()
 		sems := held[id]
@@ -104,6 +116,7 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 	}
 	defer func() {
 		heldMu.Lock()
+		closed = true
 		ids := make([]int64, 0, len(held))
 		for id := range held {
 			ids = append(ids, id)
@@ -129,7 +142,10 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 			if errors.Is(err, io.EOF) {
 				return res, fmt.Errorf("shard %d: %w: its channel closed before it said done", shard, ErrWorkerLost)
 			}
-			return res, fmt.Errorf("shard %d: %w: %v", shard, ErrWorkerLost, err)
+			if errors.Is(err, ErrBadLine) {
+				return res, fmt.Errorf("shard %d: the worker wrote a line that is not %s (its stdout carries protocol lines only; logs belong on stderr): %w", shard, Protocol, err)
+			}
+			return res, fmt.Errorf("shard %d: %w: %w", shard, ErrWorkerLost, err)
 		case m := <-msgs:
 			timer.Reset(silence)
 			switch m := m.(type) {
@@ -157,25 +173,31 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 						return
 					}
 					heldMu.Lock()
+					if closed {
+						heldMu.Unlock()
+						for _, s := range sems {
+							s.release()
+						}
+						return
+					}
 					held[m.ID] = sems
 					heldMu.Unlock()
 					enc.Write(&Granted{ID: m.ID})
 				}()
 			case *Trial:
 				release(m.Acquire)
-				if fetch != nil {
-					err := fetch(ctx, m.Path)
-					if err != nil {
-						err = fetch(ctx, m.Path)
-					}
-					if err != nil {
-						c.Logger.Warn("copying a transcript back failed twice; the trial stays missing", "shard", shard, "trial", m.Key.String(), "err", err)
-						continue
-					}
+				if m.Path == "" {
+					logger.Warn("the worker could not store a trial's transcript; it stays missing", "shard", shard, "trial", m.Key.String())
+					continue
+				}
+				if fetch != nil && !c.fetch(ctx, fetch, m.Path, logger, shard, m.Key.String()) {
+					continue
 				}
 				if c.Events != nil {
 					c.Events.Trial(shard, m)
 				}
+				// Copying may take a while; the worker was not silent meanwhile.
+				timer.Reset(silence)
 			case *NeedTokens:
 				// A token source may take a while (a refresh over the
 				// network); the worker does not wait for the answer.
@@ -185,14 +207,30 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 			case *Done:
 				res.Done = m
 				if m.Error != "" {
-					return res, errors.New(m.Error)
+					return res, fmt.Errorf("shard %d: %s", shard, m.Error)
 				}
 				return res, nil
 			default:
-				c.Logger.Warn("unexpected message from worker", "shard", shard, "type", fmt.Sprintf("%T", m))
+				logger.Warn("unexpected message from worker", "shard", shard, "type", fmt.Sprintf("%T", m))
 			}
 		}
 	}
+}
+
+// fetch copies one transcript back, trying twice. It runs on a context of
+// its own: a trial reported after Ctrl-C is still worth keeping.
+func (c *Coordinator) fetch(ctx context.Context, fetch Fetch, path string, logger *slog.Logger, shard int, trial string) bool {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	err := fetch(fctx, path)
+	if err != nil {
+		err = fetch(fctx, path)
+	}
+	if err != nil {
+		logger.Warn("copying a transcript back failed twice; the trial stays missing", "shard", shard, "trial", trial, "err", err)
+		return false
+	}
+	return true
 }
 
 // Limiter holds the eval's limits per provider and per server across every
@@ -229,6 +267,7 @@ func (l *Limiter) acquire(ctx context.Context, providers, servers []string) ([]*
 		names = append(names, "server:"+s)
 	}
 	sort.Strings(names)
+	names = slices.Compact(names)
 	var got []*semaphore
 	for _, n := range names {
 		s := l.sems[n]

@@ -75,19 +75,19 @@ type TokenSource interface {
 // it is sent; a value the Set refuses is not sent.
 func (c *Coordinator) answerNeedTokens(ctx context.Context, shard int, enc *Encoder, m *NeedTokens) {
 	if c.TokenSource == nil {
-		c.Logger.Warn("a worker asked for tokens, and this run has no token source", "shard", shard, "names", m.Names, "servers", m.Servers)
+		c.logger().Warn("a worker asked for tokens, and this run has no token source", "shard", shard, "names", m.Names, "servers", m.Servers)
 		return
 	}
 	got, err := c.TokenSource.Tokens(ctx, *m)
 	if err != nil {
-		c.Logger.Warn("getting tokens for a worker failed", "shard", shard, "names", m.Names, "servers", m.Servers, "err", err)
+		c.logger().Warn("getting tokens for a worker failed", "shard", shard, "names", m.Names, "servers", m.Servers, "err", err)
 		return
 	}
 	reply := &Tokens{Values: map[string]string{}}
 	for _, name := range slices.Sorted(maps.Keys(got)) {
 		tok := got[name]
 		if err := c.Secrets.Add(name, tok.Value); err != nil {
-			c.Logger.Warn("not handing out a token", "shard", shard, "name", name, "err", err)
+			c.logger().Warn("not handing out a token", "shard", shard, "name", name, "err", err)
 			continue
 		}
 		reply.Values[name] = tok.Value
@@ -102,7 +102,7 @@ func (c *Coordinator) answerNeedTokens(ctx context.Context, shard int, enc *Enco
 		return
 	}
 	if err := enc.Write(reply); err != nil {
-		c.Logger.Warn("sending tokens to a worker failed", "shard", shard, "err", err)
+		c.logger().Warn("sending tokens to a worker failed", "shard", shard, "err", err)
 	}
 }
 
@@ -190,8 +190,12 @@ func (k *workerTokens) hold(name, value string, expires time.Time) {
 	if old != nil {
 		old.stop()
 	}
-	if err := k.writeLocked(name, value); err != nil {
-		k.logger.Warn("writing a token's file failed", "name", name, "err", err)
+	// Only tokens (values that expire) get a file; the run's static
+	// secrets reach clients through their environment alone.
+	if !expires.IsZero() {
+		if err := k.writeLocked(name, value); err != nil {
+			k.logger.Warn("writing a token's file failed", "name", name, "err", err)
+		}
 	}
 	h := &heldToken{value: value, expires: expires}
 	k.held[name] = h
@@ -419,4 +423,11 @@ func fsTypeAt(mountinfo, path string) string {
 		}
 	}
 	return typ
+}
+
+func (c *Coordinator) logger() *slog.Logger {
+	if c.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return c.Logger
 }

@@ -276,14 +276,17 @@ func TestWorkerTokenRefresh(t *testing.T) {
 		if info.Mode().Perm() != 0o700 {
 			t.Errorf("tokens folder mode = %v, want 0700", info.Mode().Perm())
 		}
-		for name, want := range map[string]string{"API_KEY": static, "DRIVE_TOKEN": first} {
-			path := filepath.Join(dir, name)
-			if got := tokReadFile(t, path); got != want {
-				t.Errorf("%s holds %q, want %q", name, got, want)
-			}
-			if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o600 {
-				t.Errorf("%s: mode %v (err %v), want 0600", name, info.Mode().Perm(), err)
-			}
+		path := filepath.Join(dir, "DRIVE_TOKEN")
+		if got := tokReadFile(t, path); got != first {
+			t.Errorf("DRIVE_TOKEN holds %q, want %q", got, first)
+		}
+		if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o600 {
+			t.Errorf("DRIVE_TOKEN: %v, want a file with mode 0600", err)
+		}
+		// The static key (no expiry) reaches clients through their
+		// environment only.
+		if _, err := os.Stat(filepath.Join(dir, "API_KEY")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("API_KEY has a file in the tokens folder (%v); static secrets must not", err)
 		}
 
 		// A ten-minute token is asked for again at 8 minutes, not before.
@@ -339,11 +342,11 @@ func TestWorkerTokenRefresh(t *testing.T) {
 		if diff := cmp.Diff(wantEnv, env); diff != "" {
 			t.Errorf("the session's Env (-want +got):\n%s", diff)
 		}
-		if diff := cmp.Diff(map[string]string{"API_KEY": static}, files); diff != "" {
-			t.Errorf("the files the trial found (-want +got):\n%s", diff)
+		if len(files) > 0 {
+			t.Errorf("the trial found token files %v after the token expired; want none (static secrets have no file)", files)
 		}
 		raw := tokReadFile(t, filepath.Join(results, tr.Path))
-		if !strings.Contains(raw, "[redacted:DRIVE_TOKEN]") || !strings.Contains(raw, "[redacted:API_KEY]") {
+		if !strings.Contains(raw, "[redacted:DRIVE_TOKEN]") {
 			t.Errorf("transcript does not show the leaked values redacted:\n%s", raw)
 		}
 		tokCheckNoValues(t, results, static, first, second)
@@ -590,9 +593,13 @@ func TestTokenCanary(t *testing.T) {
 	}
 	env, files, _, _ := c.seen()
 	dir := env[shard.TokensDirEnv]
-	tokCheckDefaultDir(t, dir)
-	if dir != "" && files["CANARY_TOKEN"] != canary {
-		t.Errorf("the client found %v in the tokens folder, want CANARY_TOKEN", slices.Sorted(maps.Keys(files)))
+	// A static secret (no expiry) reaches the client through its
+	// environment only: no file, so no tokens folder.
+	if env["CANARY_TOKEN"] != canary {
+		t.Errorf("the client's environment lacks CANARY_TOKEN")
+	}
+	if dir != "" || len(files) > 0 {
+		t.Errorf("a run with only static secrets made tokens folder %q with %v; want none", dir, slices.Sorted(maps.Keys(files)))
 	}
 	if _, err := os.Stat(dir); dir != "" && !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("tokens folder %s after the shard: %v, want it removed", dir, err)

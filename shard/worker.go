@@ -76,14 +76,16 @@ func (w *Worker) Run(ctx context.Context, b *Bundle, in io.Reader, out io.Writer
 	if err := enc.Write(&Hello{Protocol: Protocol, MSTVersion: w.MSTVersion, Shard: b.Shard, OS: runtime.GOOS, Arch: runtime.GOARCH}); err != nil {
 		return fmt.Errorf("writing hello: %w", err)
 	}
+	// Heartbeats start before the readiness check, which may take a while.
+	hbCtx, stopHB := context.WithCancel(context.Background())
+	defer stopHB()
+	go r.heartbeat(hbCtx)
 	if err := r.ready(ctx); err != nil {
+		stopHB()
 		cleanup := r.tokens.close()
-		enc.Write(&Done{Error: err.Error(), CleanupOK: cleanup == nil})
+		enc.Write(&Done{Error: err.Error(), CleanupOK: cleanup == nil, Counts: r.counts()})
 		return err
 	}
-
-	hbCtx, stopHB := context.WithCancel(context.Background())
-	go r.heartbeat(hbCtx)
 
 	conc := max(b.Concurrency, 1)
 	slots := make(chan struct{}, conc)
@@ -255,7 +257,9 @@ func (r *workerRun) trial(ctx context.Context, key transcript.Key) {
 	t := r.runTrial(ctx, key, v, c, set)
 	path, werr := r.results.WriteTranscript(t)
 	if werr != nil {
+		// The trial stays missing, but its room goes back.
 		r.w.Logger.Error("writing transcript", "key", key, "err", werr)
+		r.enc.Write(&Trial{Acquire: id, Key: key, Status: t.Outcome.Status, Cause: t.Outcome.Cause, DurationMs: t.Timing.DurationMs})
 		return
 	}
 	r.mu.Lock()
