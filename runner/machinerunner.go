@@ -49,6 +49,9 @@ type machineRunner struct {
 // closes before it is stopped.
 const StopGrace = 10 * time.Second
 
+// copyBackTimeout bounds one copy of a transcript back to the coordinator.
+const copyBackTimeout = 2 * time.Minute
+
 func (r *machineRunner) RunShard(ctx context.Context, s Shard) (rep ShardReport, err error) {
 	i := s.Bundle.Shard
 	m, err := r.create(ctx, i)
@@ -103,6 +106,11 @@ func (r *machineRunner) RunShard(ctx context.Context, s Shard) (rep ShardReport,
 		execDone <- err
 	}()
 	fetch := func(ctx context.Context, p string) error {
+		// A cancel must not stop the copy back: the trials it cancelled
+		// still have transcripts to bring home, and a channel's copy (docker
+		// cp, scp) ends with its context.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), copyBackTimeout)
+		defer cancel()
 		return m.CopyFrom(ctx, path.Join(resultsDir, p), filepath.Join(s.Results, filepath.FromSlash(p)))
 	}
 	res, serveErr := s.Serve(ctx, i, stdoutR, stdinW, fetch)

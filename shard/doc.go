@@ -6,10 +6,12 @@
 // A shard is the trials of whole cases. Messages are JSON objects, one per
 // line, each with a "type"; unknown fields are ignored and unknown types
 // are an error (ErrUnknownMessage). The worker writes only protocol lines
-// to its stdout; its logs go to stderr.
+// to its stdout; its logs go to stderr. docs/protocol.md describes every
+// message and field.
 //
 //	worker                                  coordinator
 //	  hello {protocol, mstVersion, …}  ──▶   refuses another version
+//	                                   ◀──   tokens {values}   (the run's secrets)
 //	  (readiness check of every server)
 //	  acquire {id, key, providers, servers} ▶ waits for room under the limits
 //	                                   ◀──   granted {id}
@@ -17,6 +19,7 @@
 //	  trial {acquire, key, status, path} ──▶ gives the room back, grades
 //	  heartbeat {inFlight, done}       ──▶   (every 10 s; 60 s of silence: lost)
 //	                                   ◀──   cancel {reason}   (Ctrl-C)
-//	                                   ◀──   tokens {values}   (secrets, tokens)
+//	  need-tokens {names, servers}     ──▶   asks its token source
+//	                                   ◀──   tokens {values, expires}
 //	  done {counts, cleanupOk, error}  ──▶
 package shard

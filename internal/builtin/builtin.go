@@ -17,6 +17,7 @@ import (
 	"github.com/mst-eval/mst/client/cowork"
 	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/runner"
+	"github.com/mst-eval/mst/runner/docker"
 )
 
 // Clients returns a registry of the built-in clients.
@@ -92,5 +93,6 @@ func Runners() *runner.Registry {
 	return runner.NewRegistry(
 		runner.LocalDefinition(),
 		runner.ProcessesDefinition(),
+		docker.Definition(),
 	)
 }

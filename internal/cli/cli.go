@@ -105,6 +105,7 @@ Start with the quickstart, which runs offline with no keys:
 		newCollectCmd(stdio),
 		newVersionCmd(stdio),
 		newClientsCmd(stdio),
+		newRunnerCmd(stdio),
 	)
 	return root
 }

@@ -16,6 +16,13 @@ import (
 	"github.com/mst-eval/mst/store"
 )
 
+// VersionOverrideEnv is a test hook, read by `mst collect` only: when set,
+// the worker reports its value as its MST version in hello, so tests can
+// start a worker "of another version" and check that the coordinator
+// refuses it before any trial. No other command reads it, and it changes
+// nothing else.
+const VersionOverrideEnv = "MST_VERSION_OVERRIDE"
+
 // newCollectCmd is the worker: runners start it on a machine, and it speaks
 // mst.shard/v1 on its stdin and stdout. Nothing but protocol lines goes to
 // stdout; logs go to stderr.
@@ -43,10 +50,14 @@ func newCollectCmd(stdio Stdio) *cobra.Command {
 				return err
 			}
 			defer os.RemoveAll(work)
+			version := Version
+			if v := envMap(stdio.Env)[VersionOverrideEnv]; v != "" {
+				version = v
+			}
 			w := &shard.Worker{
 				Clients: builtin.Clients(), Results: &store.Run{Dir: results}, Secrets: set,
 				Environment: run.Environment(b.Run.Runner.Name), Logger: newLogger(stderr, verbose),
-				MSTVersion: Version, WorkDir: work,
+				MSTVersion: version, WorkDir: work,
 			}
 			return w.Run(cmd.Context(), b, stdio.In, stdio.Out)
 		},
