@@ -43,6 +43,10 @@ type Definition struct {
 	// client fails when the eval loads. A desktop client that runs a batch
 	// in one app, for example, cannot take a different model per case.
 	CaseOverrides []string
+	// Version reports the version of the product the client drives (a
+	// CLI's or an app's own), as found on the machine; nil for clients
+	// built into MST, whose version is MST's.
+	Version func() string
 	// Available reports whether this build can run the client on an OS
 	// (a GOOS value already allowed by Requirements.OS). It is checked when
 	// the eval loads, never at trial time; nil means always available.

@@ -73,7 +73,7 @@ func (w *Worker) Run(ctx context.Context, b *Bundle, in io.Reader, out io.Writer
 	defer r.tokens.close()
 	go r.readCoordinator(in, cancel)
 
-	if err := enc.Write(&Hello{Protocol: Protocol, MSTVersion: w.MSTVersion, Shard: b.Shard, OS: runtime.GOOS, Arch: runtime.GOARCH}); err != nil {
+	if err := enc.Write(&Hello{Protocol: Protocol, MSTVersion: w.MSTVersion, Shard: b.Shard, OS: runtime.GOOS, Arch: runtime.GOARCH, ClientVersions: w.clientVersions(b)}); err != nil {
 		return fmt.Errorf("writing hello: %w", err)
 	}
 	// Heartbeats start before the readiness check, which may take a while.
@@ -410,4 +410,26 @@ func (r *workerRun) closeSessions() error {
 		errs = append(errs, p.close())
 	}
 	return errors.Join(errs...)
+}
+
+// clientVersions reports the version of each client the bundle uses: the
+// definition's own when it has a Version, else this MST's (the client is
+// built in).
+func (w *Worker) clientVersions(b *Bundle) map[string]string {
+	out := map[string]string{}
+	for _, v := range b.Variants {
+		if _, done := out[v.Client]; done {
+			continue
+		}
+		def, err := w.Clients.Lookup(v.Client)
+		if err != nil {
+			continue
+		}
+		if def.Version != nil {
+			out[v.Client] = def.Version()
+		} else {
+			out[v.Client] = w.MSTVersion
+		}
+	}
+	return out
 }
