@@ -1,11 +1,9 @@
 package dataset
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
+	"github.com/mst-eval/mst/internal/yamljson"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -120,19 +118,6 @@ func fromYAML(v any) any {
 			out[i] = fromYAML(x)
 		}
 		return out
-	case string, bool, nil:
-		return v
-	case uint64:
-		return json.Number(strconv.FormatUint(v, 10))
-	case int64:
-		return json.Number(strconv.FormatInt(v, 10))
-	case int:
-		return json.Number(strconv.Itoa(v))
-	case float64:
-		if math.IsInf(v, 0) || math.IsNaN(v) {
-			return strconv.FormatFloat(v, 'g', -1, 64)
-		}
-		return json.Number(strconv.FormatFloat(v, 'g', -1, 64))
 	}
-	return fmt.Sprint(v)
+	return yamljson.Scalar(v)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mst-eval/mst/internal/yamljson"
 	"io"
 	"math"
 	"strconv"
@@ -173,23 +174,8 @@ func (d *document) fromYAML(v any, tokens []string) any {
 			out[i] = d.fromYAML(x, child(tokens, strconv.Itoa(i)))
 		}
 		return out
-	case string, bool, nil:
-		return v
-	case uint64:
-		return json.Number(strconv.FormatUint(v, 10))
-	case int64:
-		return json.Number(strconv.FormatInt(v, 10))
-	case int:
-		return json.Number(strconv.Itoa(v))
-	case float64:
-		if math.IsInf(v, 0) || math.IsNaN(v) {
-			// JSON has no such numbers; a string fails every numeric
-			// check with a readable message.
-			return strconv.FormatFloat(v, 'g', -1, 64)
-		}
-		return json.Number(strconv.FormatFloat(v, 'g', -1, 64))
 	default:
-		return fmt.Sprint(v)
+		return yamljson.Scalar(v)
 	}
 }
 
