@@ -1,0 +1,397 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mst-eval/mst/client"
+	"github.com/mst-eval/mst/internal/builtin"
+	"github.com/mst-eval/mst/runner"
+	"github.com/mst-eval/mst/runner/docker"
+	"github.com/mst-eval/mst/store"
+)
+
+// newRunnerCmd is `mst runner`: list the runners, set one up, and clean up
+// the machines runs left behind. Its hidden subcommands run inside worker
+// containers.
+func newRunnerCmd(stdio Stdio) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "runner",
+		Short: "List runners, set one up, and remove the machines runs left behind",
+		Long: `A runner says where a run's trials run (mst run --runner NAME): in the mst
+process (local), in child processes (processes), in containers (docker), and
+more: mst runner list shows them all.
+
+  mst runner list              the runners, with their --runner-option keys
+  mst runner setup NAME        prepare a runner once, e.g. build the docker
+                               runner's worker image
+  mst runner cleanup RUN       remove the machines a run left behind (kept
+                               with keep=failed or keep=always, or orphaned)`,
+		Args: cobra.NoArgs,
+	}
+	cmd.AddCommand(newRunnerListCmd(stdio), newRunnerSetupCmd(stdio), newRunnerCleanupCmd(stdio),
+		newRunnerIdleCmd(stdio), newRunnerStopExecCmd(stdio))
+	return cmd
+}
+
+// runnerInfo is one runner as mst runner list --json prints it.
+type runnerInfo struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	OS          string          `json:"os,omitempty"`
+	MaxShards   int             `json:"maxShards"`
+	Setup       bool            `json:"setup"`
+	Cleanup     bool            `json:"cleanup"`
+	Options     json.RawMessage `json:"options"`
+}
+
+func newRunnerListCmd(stdio Stdio) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the runners and their options",
+		Long: `List the runners: what each does, the OS of its machines, how many shards it
+runs at once, whether it needs mst runner setup, and its own --runner-option
+keys. Every runner also takes MST's own options: shards=N (default 1, at most
+the runner's maximum) and keep=never|failed|always (which machines outlive
+their shard).`,
+		Example: `  mst runner list
+  mst runner list --json | jq '.[] | select(.name == "docker") | .options'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			reg := builtin.Runners()
+			var infos []runnerInfo
+			for _, name := range reg.Names() {
+				d, _ := reg.Lookup(name)
+				opts := d.Options
+				if len(bytes.TrimSpace(opts)) == 0 {
+					opts = json.RawMessage(emptyOptions)
+				}
+				infos = append(infos, runnerInfo{
+					Name: d.Name, Description: d.Description, OS: d.OS, MaxShards: d.MaxShards,
+					Setup: d.Setup != nil, Cleanup: d.Leftovers != nil, Options: opts,
+				})
+			}
+			if asJSON {
+				return writeIndentedJSON(stdio.Out, infos)
+			}
+			return writeRunnerList(stdio.Out, infos)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runners as JSON, with each one's options schema")
+	return cmd
+}
+
+func writeRunnerList(w io.Writer, infos []runnerInfo) error {
+	var out bytes.Buffer
+	tw := tabwriter.NewWriter(&out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tOS\tSHARDS\tSETUP\tWHAT")
+	for _, r := range infos {
+		setup := "-"
+		if r.Setup {
+			setup = "mst runner setup " + r.Name
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", r.Name, orText(r.OS, "any"), r.MaxShards, setup, r.Description)
+	}
+	tw.Flush()
+	fmt.Fprintln(&out)
+	for _, r := range infos {
+		opts, err := client.DescribeOptions(r.Options)
+		if err != nil {
+			return fmt.Errorf("runner %s: %w", r.Name, err)
+		}
+		fmt.Fprintf(&out, "%s options:", r.Name)
+		if len(opts) == 0 {
+			fmt.Fprintln(&out, " none of its own")
+			continue
+		}
+		fmt.Fprintln(&out)
+		for _, o := range opts {
+			typ, _ := o.Schema["type"].(string)
+			def := ""
+			switch {
+			case o.Default != nil:
+				def = "; default " + defaultLiteral(o.Default)
+			case o.DefaultDescription != "":
+				def = "; default " + o.DefaultDescription
+			}
+			fmt.Fprintf(&out, "  %s (%s%s): %s\n", o.Name, typ, def, o.Description)
+		}
+	}
+	fmt.Fprintln(&out, "\nEvery runner also takes shards=N and keep=never|failed|always.")
+	_, err := w.Write(out.Bytes())
+	return err
+}
+
+func orText(s, alt string) string {
+	if s == "" {
+		return alt
+	}
+	return s
+}
+
+func newRunnerSetupCmd(stdio Stdio) *cobra.Command {
+	var (
+		options []string
+		mst     string
+		verbose bool
+	)
+	cmd := &cobra.Command{
+		Use:   "setup NAME",
+		Short: "Prepare a runner once, such as building the docker runner's worker image",
+		Long: `Prepare what a runner needs once per machine and MST version. For docker, that
+is the worker image mst-worker:<version>, built locally from this mst binary
+(or --mst PATH), which must be a static Linux build for the Docker host's
+architecture:
+
+  CGO_ENABLED=0 go build -o bin/ ./cmd/mst
+  bin/mst runner setup docker
+
+With --runner-option image=REF, the docker runner builds nothing and checks
+that the image holds a runnable mst.`,
+		Example: `  mst runner setup docker
+  mst runner setup docker --mst bin/linux-arm64/mst
+  mst runner setup docker --runner-option image=registry.example/mst-cowork:1.4`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			def, err := builtin.Runners().Lookup(args[0])
+			if err != nil {
+				return withCode(ExitUsage, err)
+			}
+			chosen, err := runner.ParseOptions(def, options, nil)
+			if err != nil {
+				return withCode(ExitUsage, err)
+			}
+			if def.Setup == nil {
+				fmt.Fprintf(stdio.Out, "the %s runner needs no setup\n", def.Name)
+				return nil
+			}
+			if mst == "" {
+				if mst, err = os.Executable(); err != nil {
+					return fmt.Errorf("finding this mst binary: %w (pass --mst PATH)", err)
+				}
+			}
+			// A runner's errors name the runner already.
+			return def.Setup(cmd.Context(), runner.SetupParams{
+				Options: chosen.Options, MST: mst, Logger: newLogger(stdio.Err, verbose), Out: stdio.Out,
+			})
+		},
+	}
+	cmd.Flags().StringArrayVar(&options, "runner-option", nil, "runner setting as key=value (repeat), as mst run takes them")
+	cmd.Flags().StringVar(&mst, "mst", "", "the mst binary to put on the runner's machines (default: this one)")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log details on stderr")
+	return cmd
+}
+
+// leftoverInfo is one leftover machine as mst runner cleanup --json prints
+// it.
+type leftoverInfo struct {
+	Runner string `json:"runner"`
+	runner.Leftover
+	Removed bool   `json:"removed"`
+	Error   string `json:"error,omitempty"`
+}
+
+func newRunnerCleanupCmd(stdio Stdio) *cobra.Command {
+	var (
+		runnerName string
+		options    []string
+		asJSON     bool
+		all        bool
+		verbose    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "cleanup [RUN]",
+		Short: "Remove the machines a run left behind",
+		Long: `Remove the machines (containers, folders) a run left behind: those kept with
+--runner-option keep=failed or keep=always, and those of a coordinator that
+died. RUN is a run's folder or its id. A run folder also says which runner
+it used; otherwise every runner that can leave machines is asked, or only
+--runner NAME.
+
+Without RUN, cleanup lists the machines of every run and removes them only
+with --all: a run still going would lose its machines.`,
+		Example: `  mst runner cleanup mst-results/quickstart-20261130-101500-a1b2c3
+  mst runner cleanup quickstart-20261130-101500-a1b2c3 --runner docker
+  mst runner cleanup            # list what every run left
+  mst runner cleanup --all      # and remove it`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			runID := ""
+			if len(args) == 1 {
+				runID = args[0]
+				// A run folder names its run and its runner.
+				if st, err := store.Open(args[0]); err == nil {
+					rec, err := st.ReadRun()
+					if err != nil {
+						return err
+					}
+					runID = rec.ID
+					if runnerName == "" {
+						runnerName = rec.Runner.Name
+					}
+				}
+			} else if len(options) > 0 && runnerName == "" {
+				return withCode(ExitUsage, errors.New("--runner-option needs --runner NAME"))
+			}
+			reg := builtin.Runners()
+			var defs []*runner.Definition
+			if runnerName != "" {
+				d, err := reg.Lookup(runnerName)
+				if err != nil {
+					return withCode(ExitUsage, fmt.Errorf("--runner: %w", err))
+				}
+				defs = append(defs, d)
+			} else {
+				for _, n := range reg.Names() {
+					d, _ := reg.Lookup(n)
+					defs = append(defs, d)
+				}
+			}
+			remove := runID != "" || all
+			var (
+				found    []leftoverInfo
+				errs     []error
+				notAsked []string
+			)
+			for _, d := range defs {
+				if d.Leftovers == nil {
+					continue
+				}
+				opts := map[string]string{}
+				if runnerName != "" {
+					chosen, err := runner.ParseOptions(d, options, nil)
+					if err != nil {
+						return withCode(ExitUsage, err)
+					}
+					opts = chosen.Options
+				}
+				list, err := d.Leftovers(ctx, opts, runID)
+				if err != nil {
+					// A runner that cannot be asked (no Docker here) is
+					// only an error when it was named.
+					if runnerName != "" {
+						return err
+					}
+					if verbose {
+						fmt.Fprintf(stdio.Err, "mst: could not ask the %s runner for machines: %v\n", d.Name, err)
+					}
+					notAsked = append(notAsked, d.Name)
+					continue
+				}
+				for _, l := range list {
+					info := leftoverInfo{Runner: d.Name, Leftover: l}
+					if remove {
+						if err := d.Remove(ctx, opts, l); err != nil {
+							info.Error = err.Error()
+							errs = append(errs, err)
+						} else {
+							info.Removed = true
+						}
+					}
+					found = append(found, info)
+				}
+			}
+			if asJSON {
+				if found == nil {
+					found = []leftoverInfo{}
+				}
+				if err := writeIndentedJSON(stdio.Out, found); err != nil {
+					return err
+				}
+			} else {
+				writeLeftovers(stdio.Out, found, runID, remove)
+			}
+			if len(notAsked) > 0 && !verbose {
+				fmt.Fprintf(stdio.Err, "mst: could not ask: %s (-v says why; --runner NAME asks one)\n", strings.Join(notAsked, ", "))
+			}
+			return errors.Join(errs...)
+		},
+	}
+	cmd.Flags().StringVar(&runnerName, "runner", "", "ask only this runner (default: the run folder's, else every runner)")
+	cmd.Flags().StringArrayVar(&options, "runner-option", nil, "runner setting as key=value (repeat), with --runner")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was found (and removed) as JSON")
+	cmd.Flags().BoolVar(&all, "all", false, "without RUN, remove the machines of every run")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "say why a runner could not be asked")
+	return cmd
+}
+
+func writeLeftovers(w io.Writer, found []leftoverInfo, runID string, removed bool) {
+	if len(found) == 0 {
+		if runID != "" {
+			fmt.Fprintf(w, "run %s left no machine behind\n", runID)
+		} else {
+			fmt.Fprintln(w, "no run left a machine behind")
+		}
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUNNER\tMACHINE\tRUN\tSHARD\tSTATE")
+	for _, f := range found {
+		state := f.Detail
+		switch {
+		case f.Removed:
+			state = "removed"
+		case f.Error != "":
+			state = "not removed: " + f.Error
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", f.Runner, f.ID, f.Run, f.Shard, strings.ReplaceAll(state, "\n", " "))
+	}
+	tw.Flush()
+	if !removed {
+		fmt.Fprintln(w, "\nmst runner cleanup RUN removes one run's machines; --all removes them all.")
+	}
+}
+
+// newRunnerIdleCmd is the main process of a docker worker container: it
+// does nothing until SIGTERM or SIGINT arrives, then exits 0. Workers are
+// started beside it with docker exec.
+func newRunnerIdleCmd(stdio Stdio) *cobra.Command {
+	return &cobra.Command{
+		Use:    "idle",
+		Short:  "Wait for SIGTERM (the main process of a worker container)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// A goroutine blocked on a channel alone would be a deadlock
+			// to the Go runtime; signal.Notify keeps a watcher running.
+			sig := make(chan os.Signal, 1)
+			signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+			defer signal.Stop(sig)
+			select {
+			case <-sig:
+			case <-cmd.Context().Done():
+			}
+			return nil
+		},
+	}
+}
+
+// newRunnerStopExecCmd stops, inside a worker container, the processes of
+// one docker exec (see docker.StopExec).
+func newRunnerStopExecCmd(stdio Stdio) *cobra.Command {
+	var grace time.Duration
+	cmd := &cobra.Command{
+		Use:    "stop-exec MARKER",
+		Short:  "Stop the processes a docker exec started (run inside a worker container)",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return docker.StopExec(cmd.Context(), args[0], grace)
+		},
+	}
+	cmd.Flags().DurationVar(&grace, "grace", docker.ExecStopGrace, "how long the processes get between SIGTERM and SIGKILL")
+	return cmd
+}

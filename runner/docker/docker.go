@@ -1,0 +1,170 @@
+package docker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/mst-eval/mst/runner"
+)
+
+// Option names of the docker runner (--runner-option NAME=VALUE).
+const (
+	OptionImage   = "image"
+	OptionMST     = "mst"
+	OptionWorkDir = "workdir"
+	OptionNetwork = "network"
+	OptionMounts  = "mounts"
+)
+
+// Defaults of the options.
+const (
+	DefaultMST     = "/mst"
+	DefaultWorkDir = "/work"
+	// ImageRepository is the repository of the worker image Setup builds;
+	// its tag is the MST version.
+	ImageRepository = "mst-worker"
+)
+
+// Container labels. Leftovers finds a run's containers by LabelRun.
+const (
+	LabelRun     = "mst.run"
+	LabelShard   = "mst.shard"
+	LabelVersion = "mst.version"
+	// LabelBinary, on the worker image, is the SHA-256 of the mst binary
+	// inside, so a run can tell an image built from another binary.
+	LabelBinary = "mst.binary"
+)
+
+// MaxShards is the most containers one run starts at once on one Docker
+// host.
+const MaxShards = 16
+
+const optionsSchema = `{"type":"object","additionalProperties":false,"properties":{
+  "image": {"type":"string","description":"Worker image to use instead of the one mst runner setup docker builds (it must hold this MST version).","x-defaultDescription":"mst-worker:<mst version>"},
+  "mst": {"type":"string","description":"Path of mst inside the image.","default":"/mst"},
+  "workdir": {"type":"string","description":"Folder in the container for the bundle and the transcripts; the worker's user must be able to write it.","default":"/work"},
+  "network": {"type":"string","description":"Docker network of the containers: host reaches servers on this machine's localhost, none cuts every connection.","x-defaultDescription":"the Docker daemon's default"},
+  "mounts": {"type":"boolean","description":"Bind-mount the folders of stdio servers given by absolute path, read-only at the same path; turn off for a remote Docker host.","default":true}
+}}`
+
+// Definition is the docker runner, for the built-in registry.
+func Definition() *runner.Definition {
+	return &runner.Definition{
+		Name:        "docker",
+		Description: "Runs each shard in a container of its own on a Docker host (run mst runner setup docker first).",
+		OS:          "linux",
+		Options:     json.RawMessage(optionsSchema),
+		MaxShards:   MaxShards,
+		New:         New,
+		Setup:       Setup,
+		Leftovers:   Leftovers,
+		Remove:      Remove,
+	}
+}
+
+// settings are the runner's options, decoded.
+type settings struct {
+	image   string
+	mst     string
+	workDir string
+	network string
+	mounts  bool
+}
+
+func parseSettings(options map[string]string) (settings, error) {
+	s := settings{image: options[OptionImage], mst: DefaultMST, workDir: DefaultWorkDir, network: options[OptionNetwork], mounts: true}
+	if v := options[OptionMST]; v != "" {
+		s.mst = v
+	}
+	if v := options[OptionWorkDir]; v != "" {
+		s.workDir = v
+	}
+	if !path.IsAbs(s.mst) || !path.IsAbs(s.workDir) {
+		return s, fmt.Errorf("docker runner: --runner-option mst=%s workdir=%s: both are absolute paths inside the image", s.mst, s.workDir)
+	}
+	s.workDir = path.Clean(s.workDir)
+	if v, ok := options[OptionMounts]; ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return s, fmt.Errorf("docker runner: --runner-option mounts=%s: mounts is true or false", v)
+		}
+		s.mounts = b
+	}
+	return s, nil
+}
+
+// New makes the docker runner for one run: it checks that the Docker
+// daemon answers and pins the worker image by id.
+func New(ctx context.Context, p runner.Params) (runner.Runner, error) {
+	set, err := parseSettings(p.Options)
+	if err != nil {
+		return nil, err
+	}
+	logger := p.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	c, err := findCLI()
+	if err != nil {
+		return nil, err
+	}
+	_, arch, err := c.platform(ctx)
+	if err != nil {
+		return nil, err
+	}
+	version := ""
+	if p.Worker != nil {
+		version = p.Worker.MSTVersion
+	}
+	if set.image == "" && version == "" {
+		return nil, errors.New("docker runner: no MST version to find the worker image by: pass --runner-option image=REF")
+	}
+	img, err := resolveImage(ctx, c, set.image, version)
+	if err != nil {
+		return nil, err
+	}
+	if set.image == "" && len(p.MST) > 0 {
+		warnStale(img, p.MST[0], arch, logger)
+	}
+	r := &dockerRunner{cli: c, set: set, img: img, version: version, params: p, logger: logger}
+	return r, nil
+}
+
+type dockerRunner struct {
+	cli     *cli
+	set     settings
+	img     image
+	version string
+	params  runner.Params
+	logger  *slog.Logger
+}
+
+// RunShard runs one shard in a new container. The run's id, which names
+// and labels the container, comes from the bundle.
+func (r *dockerRunner) RunShard(ctx context.Context, s runner.Shard) (runner.ShardReport, error) {
+	spec := containerSpec{run: s.Bundle.Run.ID, attempt: s.Bundle.Run.Resumes + 1}
+	if r.set.mounts {
+		spec.mounts = bindMounts(s.Bundle, r.set)
+	}
+	create := func(ctx context.Context, i int) (runner.Machine, error) {
+		spec := spec
+		spec.shard = i
+		return r.create(ctx, spec)
+	}
+	rep, err := runner.MachineRunner(create, r.params).RunShard(ctx, s)
+	if err != nil && rep.Result.Done != nil && strings.Contains(rep.Result.Done.Error, "readiness check failed") {
+		err = fmt.Errorf("%w\n(with the docker runner, servers run inside the container: a stdio server's command must be in the image, "+
+			"or a static binary given by absolute path on this machine (mounted read-only); a server URL must be reachable from the container, "+
+			"and localhost there is the container itself unless --runner-option network=host)", err)
+	}
+	return rep, err
+}
+
+// Close does nothing: containers are removed as their shards end.
+func (r *dockerRunner) Close() error { return nil }

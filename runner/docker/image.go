@@ -1,0 +1,283 @@
+package docker
+
+import (
+	"context"
+	"crypto/sha256"
+	"debug/elf"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/mst-eval/mst/runner"
+)
+
+// dockerfile is the worker image's Dockerfile.
+//
+//go:embed Dockerfile
+var dockerfile []byte
+
+// image is a worker image: how the run named it and the id it pinned.
+type image struct {
+	ref string
+	id  string
+	// binary is the image's LabelBinary, "" when it has none.
+	binary string
+}
+
+// String is what run.json records: REF@ID.
+func (i image) String() string { return i.ref + "@" + i.id }
+
+// DefaultImage is the reference of the worker image Setup builds for an
+// MST version: mst-worker:<version>, with characters a tag cannot hold
+// replaced by '-'.
+func DefaultImage(version string) string {
+	return ImageRepository + ":" + tagFor(version)
+}
+
+var notTagChar = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
+
+func tagFor(version string) string {
+	t := notTagChar.ReplaceAllString(version, "-")
+	if t == "" || t[0] == '.' || t[0] == '-' {
+		t = "v" + t
+	}
+	return t[:min(len(t), 128)]
+}
+
+// resolveImage finds the run's image on the Docker host: ref, or the
+// default image of version when ref is "".
+func resolveImage(ctx context.Context, c *cli, ref, version string) (image, error) {
+	own := ref != ""
+	if !own {
+		ref = DefaultImage(version)
+	}
+	out, err := c.run(ctx, nil, "image", "inspect", "--format", `{{.Id}} {{index .Config.Labels "`+LabelBinary+`"}}`, ref)
+	if err != nil {
+		if !says(err, "No such image") && !says(err, "No such object") {
+			return image{}, fmt.Errorf("docker runner: looking up the image %s: %w", ref, err)
+		}
+		if own {
+			return image{}, fmt.Errorf("docker runner: the image %s is not on the Docker host: build or pull it there first (docker pull %s)", ref, ref)
+		}
+		return image{}, fmt.Errorf("docker runner: the worker image %s is not built: run `mst runner setup docker` once (it builds the image from this mst binary), or pass --runner-option image=REF", ref)
+	}
+	id, binary, _ := strings.Cut(out, " ")
+	if binary == "<no value>" {
+		binary = ""
+	}
+	return image{ref: ref, id: id, binary: binary}, nil
+}
+
+// warnStale warns when the coordinator's mst could have been the binary in
+// the worker image (it is a static Linux build for the daemon's
+// architecture) but is not: the image is older than this binary, and its
+// workers may behave differently though they report the same version.
+func warnStale(img image, exe, arch string, logger *slog.Logger) {
+	if img.binary == "" || checkStatic(exe, arch) != nil {
+		return
+	}
+	sum, err := fileSHA256(exe)
+	if err != nil || sum == img.binary {
+		return
+	}
+	logger.Warn("the worker image was built from another mst binary than this one: run `mst runner setup docker` to rebuild it", "image", img.ref)
+}
+
+// Setup builds the worker image from the mst binary p.MST: a static Linux
+// binary for the Docker host's architecture. With the image option it
+// builds nothing, and checks that the image holds a runnable mst.
+func Setup(ctx context.Context, p runner.SetupParams) error {
+	set, err := parseSettings(p.Options)
+	if err != nil {
+		return err
+	}
+	out, logger := p.Out, p.Logger
+	if out == nil {
+		out = io.Discard
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	c, err := findCLI()
+	if err != nil {
+		return err
+	}
+	goos, arch, err := c.platform(ctx)
+	if err != nil {
+		return err
+	}
+	if set.image != "" {
+		version, err := imageVersion(ctx, c, set.image, set.mst)
+		if err != nil {
+			return fmt.Errorf("docker runner: checking the image %s: %w", set.image, err)
+		}
+		fmt.Fprintf(out, "the image %s holds mst %s at %s; nothing to build\n", set.image, version, set.mst)
+		return nil
+	}
+	if p.MST == "" {
+		return errors.New("docker runner: no mst binary to put in the worker image")
+	}
+	if err := checkStatic(p.MST, arch); err != nil {
+		return err
+	}
+	sum, err := fileSHA256(p.MST)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "mst-worker-image-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if err := writeContext(dir, p.MST); err != nil {
+		return fmt.Errorf("docker runner: preparing the image's build context: %w", err)
+	}
+	fmt.Fprintf(out, "building the worker image from %s (%s/%s)\n", p.MST, goos, arch)
+	// The image id is the last line a quiet build prints (the legacy
+	// builder may print a deprecation notice first, on stderr).
+	id, err := c.run(ctx, nil, "build", "--quiet", "--label", LabelBinary+"="+sum, dir)
+	if err != nil {
+		return fmt.Errorf("docker runner: building the worker image: %w", err)
+	}
+	if i := strings.LastIndexByte(id, '\n'); i >= 0 {
+		id = id[i+1:]
+	}
+	version, err := imageVersion(ctx, c, id, DefaultMST)
+	if err != nil {
+		return fmt.Errorf("docker runner: the worker image does not run mst: %w", err)
+	}
+	ref := DefaultImage(version)
+	previous, _ := c.run(ctx, nil, "image", "inspect", "--format", "{{.Id}}", ref)
+	if _, err := c.run(ctx, nil, "tag", id, ref); err != nil {
+		return fmt.Errorf("docker runner: tagging the worker image: %w", err)
+	}
+	if previous != "" && previous != id {
+		// The image this one replaces has no tag left; Docker refuses to
+		// remove it while a container (a kept one, say) still uses it.
+		if _, err := c.run(ctx, nil, "image", "rm", previous); err != nil {
+			logger.Debug("the previous worker image stays", "image", previous, "err", err)
+		}
+	}
+	fmt.Fprintf(out, "built %s (%s) with mst %s\n", ref, shortID(id), version)
+	return nil
+}
+
+// writeContext fills a build context: the Dockerfile, the mst binary and a
+// CA certificate bundle.
+func writeContext(dir, mst string) error {
+	if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), dockerfile, 0o644); err != nil {
+		return err
+	}
+	if err := copyFile(mst, filepath.Join(dir, "mst"), 0o755); err != nil {
+		return err
+	}
+	var certs []byte
+	for _, p := range caBundles {
+		if b, err := os.ReadFile(p); err == nil && len(b) > 0 {
+			certs = b
+			break
+		}
+	}
+	return os.WriteFile(filepath.Join(dir, "ca-certificates.crt"), certs, 0o644)
+}
+
+// caBundles are where Linux distributions and macOS keep a PEM bundle of
+// the system's CA certificates.
+var caBundles = []string{
+	"/etc/ssl/certs/ca-certificates.crt", // Debian, Ubuntu, Alpine
+	"/etc/pki/tls/certs/ca-bundle.crt",   // Fedora, RHEL
+	"/etc/ssl/ca-bundle.pem",             // openSUSE
+	"/etc/ssl/cert.pem",                  // macOS, Alpine
+}
+
+// imageVersion runs `mst version` in a throwaway container of the image and
+// returns the version it prints.
+func imageVersion(ctx context.Context, c *cli, ref, mst string) (string, error) {
+	out, err := c.run(ctx, nil, "run", "--rm", "--network", "none", "--entrypoint", mst, ref, "version")
+	if err != nil {
+		if says(err, "no such file") || says(err, "not found") {
+			return "", fmt.Errorf("the image has no mst at %s: set --runner-option mst=PATH to where it is: %w", mst, err)
+		}
+		return "", err
+	}
+	version, ok := strings.CutPrefix(out, "mst ")
+	if !ok {
+		return "", fmt.Errorf("%s version printed %q, not mst's version", mst, out)
+	}
+	return version, nil
+}
+
+// elfMachines maps Docker's architecture names to ELF machines.
+var elfMachines = map[string]elf.Machine{
+	"amd64":   elf.EM_X86_64,
+	"arm64":   elf.EM_AARCH64,
+	"386":     elf.EM_386,
+	"arm":     elf.EM_ARM,
+	"ppc64le": elf.EM_PPC64,
+	"s390x":   elf.EM_S390,
+	"riscv64": elf.EM_RISCV,
+}
+
+// checkStatic reports whether path is a static Linux executable for arch
+// (a Docker architecture name such as amd64); its error says how to build
+// one.
+func checkStatic(path, arch string) error {
+	howTo := fmt.Sprintf("build one with `CGO_ENABLED=0 GOOS=linux GOARCH=%s go build -o bin/linux-%s/ ./cmd/mst` and run `mst runner setup docker --mst bin/linux-%s/mst`", arch, arch, arch)
+	f, err := elf.Open(path)
+	if err != nil {
+		return fmt.Errorf("docker runner: %s is not a Linux binary, and the worker image needs a static linux/%s mst: %s", path, arch, howTo)
+	}
+	defer f.Close()
+	if want, ok := elfMachines[arch]; ok && f.Machine != want {
+		return fmt.Errorf("docker runner: %s is built for %s, and the Docker host runs %s: %s", path, f.Machine, arch, howTo)
+	}
+	for _, prog := range f.Progs {
+		if prog.Type == elf.PT_INTERP {
+			return fmt.Errorf("docker runner: %s is linked dynamically, and the worker image has no C library: %s", path, howTo)
+		}
+	}
+	return nil
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func copyFile(src, dst string, perm os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// shortID is the first 12 hex digits of an image id, as docker prints it.
+func shortID(id string) string {
+	s := strings.TrimPrefix(id, "sha256:")
+	return s[:min(len(s), 12)]
+}
