@@ -18,6 +18,7 @@ import (
 	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/runner/docker"
+	sshrunner "github.com/mst-eval/mst/runner/ssh"
 )
 
 // Clients returns a registry of the built-in clients.
@@ -93,6 +94,7 @@ func Runners() *runner.Registry {
 	return runner.NewRegistry(
 		runner.LocalDefinition(),
 		runner.ProcessesDefinition(),
+		sshrunner.Definition(), sshrunner.GcloudDefinition(),
 		docker.Definition(),
 	)
 }
