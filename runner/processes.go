@@ -89,15 +89,36 @@ func (f *folder) Remove(ctx context.Context) error { return os.RemoveAll(f.dir) 
 // Exec runs argv as a child process in the folder. Its first element is the
 // program; the child sees "mst" as its name. When ctx ends the child is
 // stopped in steps: SIGTERM, then SIGKILL after a grace period.
+//
+// Exec returns when the child exits, even while stdin is still open: the
+// coordinator keeps a worker's stdin open for the whole shard, and a worker
+// that died must be noticed at once. So stdin is fed by a goroutine of its
+// own rather than by os/exec, whose Wait would wait for its copier, blocked
+// on a read that only ends with the shard.
 func (f *folder) Exec(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Args[0] = "mst"
 	cmd.Dir = f.dir
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	isolate(cmd)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 5 * time.Second
-	return cmd.Run()
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	go func() {
+		// Wait closes in once the child has exited; the copy then ends at
+		// its next write, or when stdin ends.
+		if stdin != nil {
+			io.Copy(in, stdin)
+		}
+		in.Close()
+	}()
+	return cmd.Wait()
 }
 
 func (f *folder) CopyTo(ctx context.Context, localDir, remoteDir string) error {

@@ -9,6 +9,17 @@
 //
 // Targets: under 2 ms of MST's time per trial; 1,000 trials under 5 s on 2
 // cores; peak RSS flat in the number of trials.
+//
+// With -shards it measures sharded runs instead (see shards.go): the same
+// trials, each a fixed latency long, on the processes runner at each shard
+// count, against the ideal wall time:
+//
+//	go run ./internal/bench -shards 1,2,4,8 -trials 2000 -latency 50ms
+//
+// Targets: at least 90% of the ideal at 8 shards and 2,000 trials; shard
+// start-up under 300 ms. Each trial creates two files (the worker's
+// transcript and the coordinator's copy), so a filesystem that is slow to
+// create files shows in the figures: -dir /dev/shm measures without it.
 package main
 
 import (
@@ -25,7 +36,20 @@ import (
 
 func main() {
 	sizes := flag.String("sizes", "1000,10000", "approximate trial counts to measure, comma-separated")
+	var sh shardsBench
+	flag.StringVar(&sh.counts, "shards", "", "measure sharded runs on the processes runner at these shard counts, comma-separated (e.g. 1,2,4,8)")
+	flag.IntVar(&sh.trials, "trials", 2000, "with -shards: trials per run")
+	flag.DurationVar(&sh.latency, "latency", 50*time.Millisecond, "with -shards: how long each trial's tool call takes")
+	flag.IntVar(&sh.concurrency, "concurrency", 4, "with -shards: trials at once in each shard (limits.concurrency)")
+	flag.StringVar(&sh.dir, "dir", "", "with -shards: folder for the runs and the shards' folders (default: the system's temporary folder); /dev/shm leaves the disk out")
 	flag.Parse()
+	if sh.counts != "" {
+		if err := sh.run(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*sizes); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)

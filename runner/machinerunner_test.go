@@ -1,0 +1,267 @@
+package runner_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mst-eval/mst/dataset"
+	"github.com/mst-eval/mst/runner"
+	"github.com/mst-eval/mst/runner/runnertest"
+	"github.com/mst-eval/mst/secrets"
+	"github.com/mst-eval/mst/servers"
+	"github.com/mst-eval/mst/shard"
+	"github.com/mst-eval/mst/store"
+	"github.com/mst-eval/mst/transcript"
+)
+
+// flakyMachine is a folder machine whose CopyFrom fails for one file: the
+// first fails times (every time when fails is negative). With ctxBound set
+// its copies also fail once their context has ended, as a copy made by a
+// command (docker cp, scp) does.
+type flakyMachine struct {
+	runner.Machine
+	suffix   string
+	fails    int
+	ctxBound bool
+
+	mu    sync.Mutex
+	tries map[string]int
+}
+
+func (m *flakyMachine) CopyFrom(ctx context.Context, remote, local string) error {
+	if m.ctxBound && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	m.mu.Lock()
+	if m.tries == nil {
+		m.tries = map[string]int{}
+	}
+	m.tries[remote]++
+	n := m.tries[remote]
+	m.mu.Unlock()
+	if strings.HasSuffix(remote, m.suffix) && (m.fails < 0 || n <= m.fails) {
+		return errors.New("the copy broke off")
+	}
+	return m.Machine.CopyFrom(ctx, remote, local)
+}
+
+func (m *flakyMachine) triesOf(suffix string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for p, n := range m.tries {
+		if strings.HasSuffix(p, suffix) {
+			return n
+		}
+	}
+	return 0
+}
+
+// machineRunner returns a MachineRunner over processes-runner folders in
+// dir, each machine passed through wrap.
+func machineRunner(t *testing.T, dir, keep string, wrap func(runner.Machine) runner.Machine) runner.Runner {
+	t.Helper()
+	p := runner.Params{Options: map[string]string{"dir": dir}, MST: []string{mstBinary(t)}, Keep: keep}
+	folders, err := runner.ProcessesDefinition().New(t.Context(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runner.MachineRunner(func(ctx context.Context, i int) (runner.Machine, error) {
+		m, err := runner.CreateProcessesMachine(ctx, folders, i)
+		if err != nil {
+			return nil, err
+		}
+		return wrap(m), nil
+	}, p)
+}
+
+// testBundle is a one-variant bundle on the offline model with this test
+// binary as the MCP server.
+func testBundle(t *testing.T, serverArgs []string, prompts map[string]string, conc int) *shard.Bundle {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := servers.Server{Name: "test", Command: exe, Args: serverArgs, Env: map[string]string{runnertest.ServeEnv: "1"}}
+	b := &shard.Bundle{
+		Run:         transcript.Run{Kind: "mst.run", Version: transcript.RunVersion, ID: "machinerunner-test", Variants: []string{"v"}, Trials: 1},
+		Variants:    []shard.Variant{{Name: "v", Client: "api", Model: "offline", Provider: "offline", Servers: []servers.Server{srv}}},
+		Concurrency: conc,
+	}
+	for _, id := range slices.Sorted(maps.Keys(prompts)) {
+		b.Cases = append(b.Cases, dataset.Case{ID: id, Input: prompts[id]})
+		b.Trials = append(b.Trials, transcript.Key{Case: id, Variant: "v", Trial: 1})
+	}
+	return b
+}
+
+func coordinator() *shard.Coordinator {
+	return &shard.Coordinator{MSTVersion: testVersion, Logger: slog.New(slog.DiscardHandler), Secrets: secrets.New()}
+}
+
+// statuses reads the status of every transcript in the run folder, by
+// case.
+func statuses(t *testing.T, results string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	st := &store.Run{Dir: results}
+	if err := st.Transcripts(func(tr *transcript.Transcript) error {
+		out[tr.Case] = tr.Outcome.Status
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+var echoes = map[string]string{
+	"c1": "Please echo 'one'",
+	"c2": "Please echo 'two'",
+	"c3": "Please echo 'three'",
+}
+
+// TestCopyBackFailsOnce: a transcript whose first copy back fails is
+// copied again and arrives.
+func TestCopyBackFailsOnce(t *testing.T) {
+	t.Parallel()
+	var flaky *flakyMachine
+	r := machineRunner(t, t.TempDir(), runner.KeepNever, func(m runner.Machine) runner.Machine {
+		flaky = &flakyMachine{Machine: m, suffix: "/c2.t1.json", fails: 1}
+		return flaky
+	})
+	results := t.TempDir()
+	if _, err := r.RunShard(t.Context(), runner.Shard{Bundle: testBundle(t, nil, echoes, 2), Results: results, Serve: coordinator().Serve}); err != nil {
+		t.Fatalf("RunShard = %v", err)
+	}
+	want := map[string]string{"c1": transcript.Answered, "c2": transcript.Answered, "c3": transcript.Answered}
+	if diff := cmp.Diff(want, statuses(t, results)); diff != "" {
+		t.Errorf("transcripts after one failed copy (-want +got):\n%s", diff)
+	}
+	if n := flaky.triesOf("/c2.t1.json"); n != 2 {
+		t.Errorf("copies of c2's transcript = %d, want 2 (one failed, one retried)", n)
+	}
+}
+
+// TestCopyBackFailsAlways: a transcript that cannot be copied back stays
+// missing; the others arrive and the shard still ends cleanly.
+func TestCopyBackFailsAlways(t *testing.T) {
+	t.Parallel()
+	r := machineRunner(t, t.TempDir(), runner.KeepNever, func(m runner.Machine) runner.Machine {
+		return &flakyMachine{Machine: m, suffix: "/c2.t1.json", fails: -1}
+	})
+	results := t.TempDir()
+	rep, err := r.RunShard(t.Context(), runner.Shard{Bundle: testBundle(t, nil, echoes, 2), Results: results, Serve: coordinator().Serve})
+	if err != nil {
+		t.Fatalf("RunShard = %v", err)
+	}
+	if rep.Result.Done == nil {
+		t.Fatal("no done message")
+	}
+	want := map[string]string{"c1": transcript.Answered, "c3": transcript.Answered}
+	if diff := cmp.Diff(want, statuses(t, results)); diff != "" {
+		t.Errorf("transcripts when one cannot be copied (-want +got):\n%s", diff)
+	}
+}
+
+// TestCopyBackAfterCancel: after a cancel, the transcripts of the trials it
+// cancelled are still copied back, even by a channel whose copies end with
+// their context.
+func TestCopyBackAfterCancel(t *testing.T) {
+	t.Parallel()
+	r := machineRunner(t, t.TempDir(), runner.KeepNever, func(m runner.Machine) runner.Machine {
+		return &flakyMachine{Machine: m, ctxBound: true}
+	})
+	b := testBundle(t, nil, map[string]string{"a-first": "Please echo 'early'", "b-nap": "sleep for 300 seconds please"}, 2)
+	results := t.TempDir()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	serve := func(ctx context.Context, i int, in io.Reader, out io.Writer, fetch shard.Fetch) (shard.ShardResult, error) {
+		return coordinator().Serve(ctx, i, watchHeartbeat(in, "a-first", cancel), out, fetch)
+	}
+	if _, err := r.RunShard(ctx, runner.Shard{Bundle: b, Results: results, Serve: serve}); err != nil {
+		t.Fatalf("RunShard = %v", err)
+	}
+	want := map[string]string{"a-first": transcript.Answered, "b-nap": transcript.Cancelled}
+	if diff := cmp.Diff(want, statuses(t, results)); diff != "" {
+		t.Errorf("transcripts after a cancel (-want +got):\n%s", diff)
+	}
+}
+
+// watchHeartbeat passes a worker's stdout through and calls cancel at the
+// first heartbeat with a trial in flight after the trial of case first was
+// reported: the one left in flight can then only end cancelled.
+func watchHeartbeat(in io.Reader, first string, cancel func()) io.Reader {
+	pr, pw := io.Pipe()
+	go func() {
+		s := bufio.NewScanner(io.TeeReader(in, pw))
+		seen := false
+		for s.Scan() {
+			var m struct {
+				Type     string         `json:"type"`
+				Key      transcript.Key `json:"key"`
+				InFlight int            `json:"inFlight"`
+			}
+			json.Unmarshal(s.Bytes(), &m)
+			switch {
+			case m.Type == shard.TypeTrial && m.Key.Case == first:
+				seen = true
+			case m.Type == shard.TypeHeartbeat && seen && m.InFlight > 0:
+				cancel()
+			}
+		}
+		pw.CloseWithError(s.Err())
+	}()
+	return pr
+}
+
+// TestKeep: the keep policy decides which shard folders survive.
+func TestKeep(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		keep     string
+		failing  bool
+		wantKept bool
+	}{
+		{runner.KeepNever, false, false},
+		{runner.KeepNever, true, false},
+		{runner.KeepFailed, false, false},
+		{runner.KeepFailed, true, true},
+		{runner.KeepAlways, false, true},
+	}
+	for _, tt := range tests {
+		name := tt.keep
+		if tt.failing {
+			name += "/failing"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			r := machineRunner(t, dir, tt.keep, func(m runner.Machine) runner.Machine { return m })
+			var args []string
+			if tt.failing {
+				args = []string{"--fail-start"}
+			}
+			_, err := r.RunShard(t.Context(), runner.Shard{Bundle: testBundle(t, args, map[string]string{"c": "Please echo 'x'"}, 1), Results: t.TempDir(), Serve: coordinator().Serve})
+			if (err != nil) != tt.failing {
+				t.Fatalf("RunShard = %v, want an error: %v", err, tt.failing)
+			}
+			_, statErr := os.Stat(filepath.Join(dir, "shard-0", "bundle", runner.BundleFile))
+			if kept := statErr == nil; kept != tt.wantKept {
+				t.Errorf("keep=%s, shard failed %v: machine kept = %v, want %v", tt.keep, tt.failing, kept, tt.wantKept)
+			}
+		})
+	}
+}
