@@ -46,7 +46,7 @@ func (b *shardsBench) run() error {
 	}
 	defer os.RemoveAll(dir)
 	bin := filepath.Join(dir, "bin")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin+"/", "./cmd/mst", "./internal/bench/mcp-testserver")
+	build := exec.Command("go", "build", "-trimpath", "-o", bin+"/", "./cmd/mst", "./internal/testserver/cmd/mcp-testserver")
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("building (run this from the repository root): %w", err)
