@@ -25,6 +25,7 @@ const (
 	ExitOK          = 0
 	ExitFailure     = 1 // the command could not do its work
 	ExitUsage       = 2 // bad flags, or a config or dataset that does not validate
+	ExitPartial     = 3 // the run finished partial: trials are missing (mst run --resume finishes it)
 	ExitInterrupted = 130
 )
 

@@ -60,7 +60,11 @@ Clients get, as environment variables, the KEY=value lines of --secrets-file
 and, from MST's own environment, only the provider keys: ANTHROPIC_API_KEY,
 OPENAI_API_KEY and any variable a variant names with clientOptions.apiKeyEnv
 (the file wins when both set one). Every one of these values is replaced by
-[redacted:KEY] in everything the run stores and prints.`,
+[redacted:KEY] in everything the run stores and prints.
+
+Exit codes: 0 the run is complete (whatever its pass rate); 1 it could not
+run; 2 bad flags or a config that does not validate; 3 the run is partial
+(a worker was lost, say): finish it with --resume; 130 interrupted.`,
 		Example: `  mst run examples/quickstart/eval.yaml
   mst run eval.yaml --variant clear --limit 3 --trials 1
   mst run eval.yaml --case forecast-oslo --case alerts-north-sea --json > report.json
@@ -91,7 +95,7 @@ OPENAI_API_KEY and any variable a variant names with clientOptions.apiKeyEnv
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON on stdout (progress still goes to stderr)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log details on stderr")
 	fl.StringVar(&f.secretsFile, "secrets-file", "", "file of KEY=value lines given to clients as environment variables and redacted from everything stored")
-	fl.StringVar(&f.runner, "runner", "local", "where trials run: local (in this process) or processes (a child mst per shard)")
+	fl.StringVar(&f.runner, "runner", "local", "where trials run: local, processes, docker, ssh or gcloud (mst runner list)")
 	fl.StringArrayVar(&f.runnerOptions, "runner-option", nil, "runner setting as key=value (repeat): shards=N, keep=never|failed|always, and the runner's own")
 	fl.StringVar(&f.resume, "resume", "", "continue a stored run (its folder or id): run only its missing and cancelled trials into it")
 	fl.BoolVar(&f.retryErrored, "retry-errored", false, "with --resume, also run again the trials that errored")
@@ -272,6 +276,10 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 	}
 	if out.Run.Note != "" && out.Run.Counts.Done() == 0 {
 		return errors.New(out.Run.Note)
+	}
+	if out.Run.Collect == transcript.CollectPartial {
+		c := out.Run.Counts
+		return withCode(ExitPartial, fmt.Errorf("the run is partial (%d missing, %d cancelled of %d trials): finish it with mst run --resume %s", c.Missing, c.Cancelled, c.Planned, out.Run.ID))
 	}
 	return nil
 }
