@@ -58,6 +58,19 @@ func RunMachine(t *testing.T, newMachine func(t *testing.T) runner.Machine) {
 			t.Errorf("stderr = %q, want %q", stderr.String(), "to stderr\n")
 		}
 	})
+	t.Run("ExecLargeOutput", func(t *testing.T) {
+		t.Parallel()
+		m := machine(t)
+		// Four MiB through stdout, as a long transcript stream might be.
+		var stdout countingWriter
+		err := m.Exec(t.Context(), []string{"dd", "if=/dev/zero", "bs=65536", "count=64"}, strings.NewReader(""), &stdout, &bytes.Buffer{})
+		if err != nil {
+			t.Fatalf("Exec(dd 4 MiB) = %v", err)
+		}
+		if stdout.n != 4<<20 {
+			t.Errorf("Exec(dd 4 MiB) gave %d bytes on stdout, want %d", stdout.n, 4<<20)
+		}
+	})
 	t.Run("ExecExitCode", func(t *testing.T) {
 		t.Parallel()
 		m := machine(t)
@@ -150,6 +163,36 @@ func RunMachine(t *testing.T, newMachine func(t *testing.T) runner.Machine) {
 		}
 		if diff := cmp.Diff(want, readTree(t, back)); diff != "" {
 			t.Errorf("folder after CopyTo and CopyFrom (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("CopyKeepsExecutable", func(t *testing.T) {
+		t.Parallel()
+		m := machine(t)
+		local := t.TempDir()
+		writeTree(t, local, map[string]string{"bin/run": "#!/bin/sh\necho ran\n", "notes.txt": "plain"})
+		if err := os.Chmod(filepath.Join(local, "bin", "run"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		remote := path.Join(m.WorkDir(), "exec")
+		if err := m.CopyTo(t.Context(), local, remote); err != nil {
+			t.Fatalf("CopyTo = %v", err)
+		}
+		var stdout bytes.Buffer
+		if err := m.Exec(t.Context(), []string{path.Join(remote, "bin", "run")}, strings.NewReader(""), &stdout, &bytes.Buffer{}); err != nil || stdout.String() != "ran\n" {
+			t.Errorf("running a copied executable = %q, %v; want it to run (its mode kept)", stdout.String(), err)
+		}
+		back := filepath.Join(t.TempDir(), "back")
+		if err := m.CopyFrom(t.Context(), remote, back); err != nil {
+			t.Fatalf("CopyFrom = %v", err)
+		}
+		for name, exec := range map[string]bool{"bin/run": true, "notes.txt": false} {
+			info, err := os.Stat(filepath.Join(back, filepath.FromSlash(name)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := info.Mode().Perm()&0o100 != 0; got != exec {
+				t.Errorf("%s copied back with mode %v; want executable %t", name, info.Mode().Perm(), exec)
+			}
 		}
 	})
 	t.Run("CopyFile", func(t *testing.T) {
@@ -265,3 +308,8 @@ func readFile(t *testing.T, p string) string {
 	}
 	return string(b)
 }
+
+// countingWriter counts what is written to it.
+type countingWriter struct{ n int }
+
+func (w *countingWriter) Write(p []byte) (int, error) { w.n += len(p); return len(p), nil }
