@@ -73,3 +73,15 @@ func GoEverything(t testing.TB) servers.Server {
 	bin := Need(t, filepath.Join(Dir(t), "bin", "everything"), "the go-sdk everything example server")
 	return servers.Server{Name: "goeverything", Command: bin}
 }
+
+// ClaudeCode returns the path of the Claude Code CLI's entry point, to run
+// with Node 22.
+func ClaudeCode(t testing.TB) string {
+	return Need(t, filepath.Join(Dir(t), "node_modules", ".bin", "claude"), "the Claude Code CLI (@anthropic-ai/claude-code)")
+}
+
+// Codex returns the path of the Codex CLI's entry point, to run with
+// Node 22.
+func Codex(t testing.TB) string {
+	return Need(t, filepath.Join(Dir(t), "node_modules", ".bin", "codex"), "the Codex CLI (@openai/codex)")
+}
