@@ -17,12 +17,6 @@ func NotYetBuilt(d *Definition, why func(goos string) error) *Definition {
 	return d
 }
 
-// CLINotBuilt is why a CLI client cannot run in this build.
-func CLINotBuilt(name string) func(goos string) error {
-	err := errors.New(name + " is defined but not built into this version of mst yet (it comes with the CLI clients); use client api meanwhile")
-	return func(string) error { return err }
-}
-
 // DesktopNotBuilt is why a desktop app client cannot run in this build, on
 // each OS.
 func DesktopNotBuilt(name string) func(goos string) error {

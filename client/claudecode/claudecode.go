@@ -1,24 +1,63 @@
-// Package claudecode defines the claude-code client: the Claude Code CLI,
-// run once per trial in print mode with the variant's MCP servers and model.
+// Package claudecode is the claude-code client: the Claude Code CLI, run
+// once per trial in print mode (claude -p … --output-format stream-json)
+// with the variant's MCP servers as its only MCP servers and the variant's
+// model.
 //
-// This build defines the client (its requirements and options, so configs
-// that name it validate and mst clients lists it) but cannot run it yet:
-// Available refuses it on every OS, and the eval loader checks Available
-// before it opens anything.
+// A session owns a private folder under OpenParams.WorkDir, removed at
+// Close: the MCP config file naming the variant's servers, and per trial a
+// HOME with its CLAUDE_CONFIG_DIR and the folder the CLI runs in (trials
+// that run at once do not share the CLI's state files). Every trial is its own process (so trials
+// may run at once), started in its own process group with a minimal
+// environment: PATH, HOME, CLAUDE_CONFIG_DIR, OpenParams.Env (the API key
+// comes from there, never from argv), ANTHROPIC_BASE_URL from baseURL,
+// CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1, ENABLE_TOOL_SEARCH=false and
+// CLAUDE_CODE_MAX_RETRIES. When the trial's context ends the whole group
+// gets SIGTERM, then SIGKILL 3 s later.
+//
+// The CLI's stream-json lines become the trial's result: messages, tool
+// calls (mcp__SERVER__TOOL mapped back to the server's and the tool's own
+// names), the answer, usage and cost, and an outcome. The CLI reports an API
+// failure with subtype "success", so the outcome reads is_error and
+// terminal_reason: an API error is errored (provider), max turns is
+// no-answer, a server whose status in the init line is not "connected" is
+// errored (server), and an exit without a result line is errored (client)
+// with the tail of the CLI's stderr.
+//
+// The CLI takes tool descriptions from the servers themselves, so a variant
+// that rewrites or hides tools cannot run on claude-code yet: Open refuses
+// it.
 package claudecode
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/mst-eval/mst/client"
+	"github.com/mst-eval/mst/servers"
+	"github.com/mst-eval/mst/transcript"
 )
 
 // Name is the client's name in eval configs.
 const Name = "claude-code"
 
+// defaultMaxRetries is CLAUDE_CODE_MAX_RETRIES unless maxRetries says
+// otherwise.
+const defaultMaxRetries = 2
+
+// defaultCommand is the CLI's name on PATH.
+const defaultCommand = "claude"
+
 // Definition is the claude-code client's definition.
 func Definition() *client.Definition {
-	return client.NotYetBuilt(&client.Definition{
+	return &client.Definition{
 		Name:        Name,
 		Description: "The Claude Code CLI, run in print mode with the variant's servers as its only MCP servers.",
 		Requirements: client.Requirements{
@@ -29,7 +68,9 @@ func Definition() *client.Definition {
 		Options:       optionsSchema(),
 		Concurrent:    true,
 		CaseOverrides: []string{"model", "clientOptions"},
-	}, client.CLINotBuilt(Name))
+		Version:       func() string { return cliVersion(context.Background(), defaultCommand) },
+		Open:          Open,
+	}
 }
 
 // optionsSchema returns the JSON Schema of claude-code's clientOptions.
@@ -45,5 +86,316 @@ func optionsSchema() json.RawMessage {
 			Description:        "Address of the Anthropic Messages API the CLI calls (ANTHROPIC_BASE_URL): a gateway or a test server.",
 			DefaultDescription: "Anthropic's public API",
 		},
+		client.Option{
+			Name:        "command",
+			Schema:      map[string]any{"type": "string", "minLength": 1},
+			Description: "The Claude Code CLI to run: a path, or a name looked up on PATH.",
+			Default:     defaultCommand,
+		},
+		client.Option{
+			Name:        "maxRetries",
+			Schema:      map[string]any{"type": "integer", "minimum": 0},
+			Description: "How often the CLI retries a failed API request before the trial ends errored (provider) (CLAUDE_CODE_MAX_RETRIES).",
+			Default:     defaultMaxRetries,
+		},
 	)
+}
+
+// Options are claude-code's options, decoded.
+type Options struct {
+	Timeout         string `json:"timeout"`
+	MaxActions      int    `json:"maxActions"`
+	ReasoningEffort string `json:"reasoningEffort"`
+	BaseURL         string `json:"baseURL"`
+	Command         string `json:"command"`
+	MaxRetries      *int   `json:"maxRetries"`
+}
+
+func decodeOptions(raw json.RawMessage) (Options, error) {
+	var o Options
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &o); err != nil {
+			return o, fmt.Errorf("clientOptions: %w", err)
+		}
+	}
+	if o.Command == "" {
+		o.Command = defaultCommand
+	}
+	if o.MaxRetries == nil {
+		r := defaultMaxRetries
+		o.MaxRetries = &r
+	}
+	return o, nil
+}
+
+// effort maps the shared reasoningEffort onto the CLI's --effort levels.
+func effort(e string) string {
+	if e == "minimal" {
+		return "low"
+	}
+	return e
+}
+
+// modelName strips the provider prefix: the CLI takes the API's own name.
+func modelName(m string) string {
+	return strings.TrimPrefix(m, "anthropic/")
+}
+
+// Open prepares a session: its folder, the MCP config, the CLI to run. It
+// starts nothing that outlives it; each Run starts the CLI.
+func Open(ctx context.Context, p client.OpenParams) (client.Session, error) {
+	opts, err := decodeOptions(p.Options)
+	if err != nil {
+		return nil, err
+	}
+	for _, srv := range p.Servers {
+		if len(srv.Tools) > 0 {
+			return nil, fmt.Errorf("server %s rewrites or hides tools, which claude-code cannot do yet: the CLI takes tool descriptions from the server itself (tool overrides with claude-code come later; use client api for this variant)", srv.Name)
+		}
+		if srv.Command == "" && srv.URL == "" {
+			return nil, fmt.Errorf("server %s: neither command nor url is set", srv.Name)
+		}
+	}
+	if strings.Contains(p.Model, "/") && !strings.HasPrefix(p.Model, "anthropic/") {
+		return nil, fmt.Errorf("claude-code runs Anthropic models only; model %q is not anthropic/MODEL", p.Model)
+	}
+	cli, err := exec.LookPath(opts.Command)
+	if err != nil {
+		return nil, fmt.Errorf("the Claude Code CLI (%s) was not found: %w; install it with npm install -g @anthropic-ai/claude-code, or set clientOptions.command", opts.Command, err)
+	}
+	if cli, err = filepath.Abs(cli); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(p.WorkDir, "claude-code-")
+	if err != nil {
+		return nil, fmt.Errorf("making the session folder: %w", err)
+	}
+	s := &session{params: p, opts: opts, cli: cli, dir: dir, model: modelName(p.Model)}
+	if err := s.prepare(ctx); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+type session struct {
+	params client.OpenParams
+	opts   Options
+	cli    string
+	dir    string
+	model  string
+
+	mcpConfig string
+	infos     []transcript.ServerInfo
+
+	version string
+
+	// started, when set (by tests), is told each CLI's pid, which is also
+	// its process group's id.
+	started func(pid int)
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// prepare lays out the session folder, writes the MCP config and learns
+// the servers' tools (for the transcript's server list).
+func (s *session) prepare(ctx context.Context) error {
+	s.mcpConfig = filepath.Join(s.dir, "mcp.json")
+	cfg, err := mcpConfig(s.params.Servers)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(s.mcpConfig, cfg, 0o600); err != nil {
+		return fmt.Errorf("writing the MCP config: %w", err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { s.version = cliVersion(ctx, s.cli) })
+	s.infos = describeServers(ctx, s.params.Servers, s.params)
+	wg.Wait()
+	return nil
+}
+
+// mcpConfig is the --mcp-config file: every server of the variant, a stdio
+// server started with a minimal environment of its own (see serverCommand).
+func mcpConfig(srvs []servers.Server) ([]byte, error) {
+	m := map[string]any{}
+	for _, srv := range srvs {
+		if srv.URL != "" {
+			e := map[string]any{"type": "http", "url": srv.URL}
+			if len(srv.Headers) > 0 {
+				e["headers"] = srv.Headers
+			}
+			m[srv.Name] = e
+			continue
+		}
+		cmd, args, env, err := serverCommand(srv)
+		if err != nil {
+			return nil, err
+		}
+		e := map[string]any{"type": "stdio", "command": cmd, "args": args}
+		if len(env) > 0 {
+			e["env"] = env
+		}
+		m[srv.Name] = e
+	}
+	return json.MarshalIndent(map[string]any{"mcpServers": m}, "", "  ")
+}
+
+// serverEnvKeys are the variables of MST's own environment a stdio server
+// gets, as servers.Connect gives them.
+var serverEnvKeys = []string{"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "USER", "TZ", "SYSTEMROOT"}
+
+// describeServers connects to each server once to record its tools, their
+// hash and its implementation. A server that fails here is described by
+// name only: the trial finds out for itself (the CLI's init line says so)
+// and ends errored (server).
+func describeServers(ctx context.Context, srvs []servers.Server, p client.OpenParams) []transcript.ServerInfo {
+	infos := make([]transcript.ServerInfo, len(srvs))
+	var wg sync.WaitGroup
+	for i, srv := range srvs {
+		infos[i] = transcript.ServerInfo{Name: srv.Name, Transport: srv.Transport()}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := servers.Connect(ctx, srv)
+			if err != nil {
+				if p.Logger != nil {
+					p.Logger.Warn("claude-code: could not list a server's tools at open", "server", srv.Name, "err", err)
+				}
+				return
+			}
+			defer c.Close()
+			infos[i].ToolsHash = servers.ToolsHash(c.Tools)
+			infos[i].Implementation = c.Implementation
+			for _, t := range c.Tools {
+				infos[i].Tools = append(infos[i].Tools, t.Name)
+			}
+		}()
+	}
+	wg.Wait()
+	return infos
+}
+
+// Reset has nothing to do: every trial is a fresh process with a home and
+// config folder of its own, so nothing carries over.
+func (s *session) Reset(context.Context) error { return nil }
+
+// Close removes the session folder.
+func (s *session) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.dir == "" {
+		return nil
+	}
+	s.closed = true
+	return os.RemoveAll(s.dir)
+}
+
+// cliVersion returns the version the CLI reports ("2.1.332"), or "" when it
+// cannot be run.
+func cliVersion(ctx context.Context, command string) string {
+	path, err := exec.LookPath(command)
+	if err != nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "--version")
+	cmd.Env = baseEnv(os.TempDir())
+	cmd.Env = append(cmd.Env, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
+	cmd.WaitDelay = 2 * time.Second
+	out, err := cmd.Output()
+	if err != nil {
+		return ""
+	}
+	v := strings.TrimSpace(string(out))
+	if f := strings.Fields(v); len(f) > 0 {
+		return f[0]
+	}
+	return v
+}
+
+// baseEnv is the minimal environment the CLI starts from: PATH and a home.
+func baseEnv(home string) []string {
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}
+	for _, k := range []string{"TMPDIR", "LANG", "LC_ALL", "TZ", "SYSTEMROOT", "USERPROFILE"} {
+		if v, ok := os.LookupEnv(k); ok {
+			if k == "USERPROFILE" {
+				v = home
+			}
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+// env is the environment of one trial's CLI, whose home is home.
+func (s *session) env(home string) []string {
+	env := baseEnv(home)
+	keys := make([]string, 0, len(s.params.Env))
+	for k := range s.params.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	fixed := map[string]string{
+		"CLAUDE_CONFIG_DIR":                        filepath.Join(home, ".claude"),
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+		"ENABLE_TOOL_SEARCH":                       "false",
+		"CLAUDE_CODE_MAX_RETRIES":                  fmt.Sprint(*s.opts.MaxRetries),
+	}
+	if s.opts.BaseURL != "" {
+		fixed["ANTHROPIC_BASE_URL"] = s.opts.BaseURL
+	}
+	for _, k := range keys {
+		if _, ok := fixed[k]; ok || k == "HOME" || k == "PATH" {
+			continue
+		}
+		env = append(env, k+"="+s.params.Env[k])
+	}
+	fk := make([]string, 0, len(fixed))
+	for k := range fixed {
+		fk = append(fk, k)
+	}
+	sort.Strings(fk)
+	for _, k := range fk {
+		env = append(env, k+"="+fixed[k])
+	}
+	return env
+}
+
+// args is the CLI's command line for one trial. It never carries a key.
+func (s *session) args(prompt string) []string {
+	args := []string{"-p", prompt,
+		"--output-format", "stream-json", "--verbose",
+		"--mcp-config", s.mcpConfig, "--strict-mcp-config",
+		"--model", s.model,
+	}
+	if len(s.params.Servers) > 0 {
+		// mcp__SERVER allows every tool of the server.
+		args = append(args, "--allowedTools")
+		for _, srv := range s.params.Servers {
+			args = append(args, "mcp__"+normalizeName(srv.Name))
+		}
+	}
+	if s.opts.MaxActions > 0 {
+		args = append(args, "--max-turns", fmt.Sprint(s.opts.MaxActions))
+	}
+	if s.opts.ReasoningEffort != "" {
+		args = append(args, "--effort", effort(s.opts.ReasoningEffort))
+	}
+	return args
+}
+
+// normalizeName is how the CLI writes a server's name inside tool names:
+// characters outside [A-Za-z0-9_-] become underscores.
+func normalizeName(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		if r == '_' || r == '-' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
 }

@@ -1,24 +1,45 @@
-// Package codexcli defines the codex-cli client: the Codex CLI, run once per
-// trial with codex exec, the variant's MCP servers and model.
+// Package codexcli is the codex-cli client: the Codex CLI, run once per
+// trial with codex exec, with the variant's servers as its only MCP servers
+// and the variant's model behind an OpenAI Responses provider.
 //
-// This build defines the client (its requirements and options, so configs
-// that name it validate and mst clients lists it) but cannot run it yet:
-// Available refuses it on every OS, and the eval loader checks Available
-// before it opens anything.
+// A session owns a CODEX_HOME folder under the session's work folder that
+// holds config.toml (the model, the provider, the MCP servers); the API key
+// reaches the CLI only through its environment, and config.toml names only
+// the variable. Each trial runs codex exec --json in its own process group
+// and reads the CLI's event stream into the transcript.
 package codexcli
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/mst-eval/mst/client"
+	"github.com/mst-eval/mst/transcript"
 )
 
 // Name is the client's name in eval configs.
 const Name = "codex-cli"
 
+// The codex-cli client's defaults. The options schema states them and
+// decodeOptions applies them, so the two cannot disagree.
+const (
+	defaultCommand           = "codex"
+	defaultBaseURL           = "https://api.openai.com/v1"
+	defaultRequestMaxRetries = 2
+	defaultStreamMaxRetries  = 2
+	defaultStartupTimeout    = 30 * time.Second
+)
+
 // Definition is the codex-cli client's definition.
 func Definition() *client.Definition {
-	return client.NotYetBuilt(&client.Definition{
+	return &client.Definition{
 		Name:        Name,
 		Description: "The Codex CLI, run with codex exec and the variant's servers as its only MCP servers.",
 		Requirements: client.Requirements{
@@ -29,7 +50,9 @@ func Definition() *client.Definition {
 		Options:       optionsSchema(),
 		Concurrent:    true,
 		CaseOverrides: []string{"model", "clientOptions"},
-	}, client.CLINotBuilt(Name))
+		Version:       installedVersion,
+		Open:          Open,
+	}
 }
 
 // optionsSchema returns the JSON Schema of codex-cli's clientOptions.
@@ -45,5 +68,200 @@ func optionsSchema() json.RawMessage {
 			Description:        "Address of the OpenAI Responses API the CLI calls (its model provider's base_url): a gateway or a test server.",
 			DefaultDescription: "OpenAI's public API",
 		},
+		client.Option{
+			Name:        "command",
+			Schema:      map[string]any{"type": "string", "minLength": 1},
+			Description: "The Codex CLI to run: a path, or a name looked up on PATH.",
+			Default:     defaultCommand,
+		},
+		client.Option{
+			Name:        "requestMaxRetries",
+			Schema:      map[string]any{"type": "integer", "minimum": 0},
+			Description: "How often the CLI retries a failed request to the provider before the trial ends errored (provider): its model provider's request_max_retries.",
+			Default:     defaultRequestMaxRetries,
+		},
+		client.Option{
+			Name:        "streamMaxRetries",
+			Schema:      map[string]any{"type": "integer", "minimum": 0},
+			Description: "How often the CLI reconnects a dropped answer stream before the trial ends errored (provider): its model provider's stream_max_retries.",
+			Default:     defaultStreamMaxRetries,
+		},
 	)
+}
+
+// Options are codex-cli's options, decoded.
+type Options struct {
+	Timeout           string `json:"timeout"`
+	MaxActions        int    `json:"maxActions"`
+	ReasoningEffort   string `json:"reasoningEffort"`
+	BaseURL           string `json:"baseURL"`
+	Command           string `json:"command"`
+	RequestMaxRetries *int   `json:"requestMaxRetries"`
+	StreamMaxRetries  *int   `json:"streamMaxRetries"`
+}
+
+// decodeOptions reads raw options (already validated against the schema)
+// and fills in defaults.
+func decodeOptions(raw json.RawMessage) (Options, error) {
+	var o Options
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &o); err != nil {
+			return o, fmt.Errorf("clientOptions: %w", err)
+		}
+	}
+	if o.Timeout != "" {
+		if _, err := time.ParseDuration(o.Timeout); err != nil {
+			return o, fmt.Errorf("clientOptions.timeout: %q is not a duration (write 90s or 5m)", o.Timeout)
+		}
+	}
+	if o.BaseURL == "" {
+		o.BaseURL = defaultBaseURL
+	}
+	if o.Command == "" {
+		o.Command = defaultCommand
+	}
+	if o.RequestMaxRetries == nil {
+		r := defaultRequestMaxRetries
+		o.RequestMaxRetries = &r
+	}
+	if o.StreamMaxRetries == nil {
+		r := defaultStreamMaxRetries
+		o.StreamMaxRetries = &r
+	}
+	return o, nil
+}
+
+// Open prepares a session: it finds the codex command (clientOptions
+// command), writes CODEX_HOME/config.toml under p.WorkDir and reads the
+// CLI's version.
+func Open(ctx context.Context, p client.OpenParams) (client.Session, error) {
+	opts, err := decodeOptions(p.Options)
+	if err != nil {
+		return nil, err
+	}
+	bin, err := exec.LookPath(opts.Command)
+	if err != nil {
+		return nil, fmt.Errorf("codex-cli: cannot run %q (%v); install the Codex CLI with npm install -g @openai/codex, or set clientOptions.command to its path", opts.Command, err)
+	}
+	if bin, err = filepath.Abs(bin); err != nil {
+		return nil, fmt.Errorf("codex-cli: %w", err)
+	}
+	s, err := open(ctx, p, bin)
+	if s == nil {
+		// A nil *session in a Session interface is not nil.
+		return nil, err
+	}
+	return s, err
+}
+
+// open is Open with the codex command given; tests pass the peers' copy.
+func open(ctx context.Context, p client.OpenParams, bin string) (*session, error) {
+	opts, err := decodeOptions(p.Options)
+	if err != nil {
+		return nil, err
+	}
+	for _, srv := range p.Servers {
+		if len(srv.Tools) > 0 {
+			return nil, fmt.Errorf("codex-cli: server %q has tool overrides (descriptions or hidden tools); codex-cli cannot apply them yet (tool overrides with codex-cli come later): remove them from the variant, or use client api", srv.Name)
+		}
+	}
+	keyEnv := ""
+	for _, k := range []string{"OPENAI_API_KEY", "CODEX_API_KEY"} {
+		if p.Env[k] != "" {
+			keyEnv = k
+			break
+		}
+	}
+	if keyEnv == "" {
+		return nil, errors.New("codex-cli needs an API key: set OPENAI_API_KEY (or CODEX_API_KEY) in the environment or the secrets file")
+	}
+	model := strings.TrimPrefix(p.Model, "openai/")
+	if model == "" {
+		return nil, errors.New("codex-cli needs a model (openai/MODEL or the model's name)")
+	}
+	base := p.WorkDir
+	if base == "" {
+		base = os.TempDir()
+	}
+	dir, err := os.MkdirTemp(base, "codex-cli-")
+	if err != nil {
+		return nil, fmt.Errorf("codex-cli: creating the session folder: %w", err)
+	}
+	s := &session{params: p, opts: opts, bin: bin, dir: dir, home: filepath.Join(dir, "codex-home")}
+	if err := os.Mkdir(s.home, 0o700); err != nil {
+		return s, fmt.Errorf("codex-cli: creating CODEX_HOME: %w", err)
+	}
+	cfg := configTOML(config{
+		model: model, baseURL: opts.BaseURL, keyEnv: keyEnv,
+		requestMaxRetries: *opts.RequestMaxRetries, streamMaxRetries: *opts.StreamMaxRetries,
+		reasoningEffort: opts.ReasoningEffort, servers: p.Servers,
+	})
+	if err := os.WriteFile(filepath.Join(s.home, "config.toml"), []byte(cfg), 0o600); err != nil {
+		return s, fmt.Errorf("codex-cli: writing config.toml: %w", err)
+	}
+	vctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	v, err := version(vctx, bin, s.env())
+	if err != nil {
+		return s, fmt.Errorf("codex-cli: %s --version: %w", bin, err)
+	}
+	s.version = v
+	for _, srv := range p.Servers {
+		s.infos = append(s.infos, transcript.ServerInfo{Name: srv.Name, Transport: srv.Transport()})
+	}
+	return s, nil
+}
+
+// installedVersion is Definition.Version: the version of the codex on PATH,
+// or "" when there is none.
+func installedVersion() string {
+	bin, err := exec.LookPath(defaultCommand)
+	if err != nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	v, _ := version(ctx, bin, append(os.Environ(), "PATH="+pathWith(bin)))
+	return v
+}
+
+// version runs codex --version and returns its version ("0.171.0").
+func version(ctx context.Context, bin string, env []string) (string, error) {
+	cmd := exec.CommandContext(ctx, bin, "--version")
+	cmd.Env = env
+	cmd.WaitDelay = 3 * time.Second
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && len(ee.Stderr) > 0 {
+			return "", fmt.Errorf("%w: %s", err, tail(string(ee.Stderr), 500))
+		}
+		return "", err
+	}
+	v := strings.TrimSpace(string(out))
+	v = strings.TrimSpace(strings.TrimPrefix(v, "codex-cli"))
+	if v == "" {
+		return "", errors.New("it printed no version")
+	}
+	return v, nil
+}
+
+// pathWith returns the process's PATH with bin's folder first, so that an
+// npm install's codex (a Node script) finds the node installed beside it.
+func pathWith(bin string) string {
+	p := os.Getenv("PATH")
+	d := filepath.Dir(bin)
+	if p == "" {
+		return d
+	}
+	return d + string(os.PathListSeparator) + p
+}
+
+// tail returns the last n bytes of s, trimmed.
+func tail(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		s = "…" + s[len(s)-n:]
+	}
+	return s
 }

@@ -1,0 +1,454 @@
+package codexcli
+
+import (
+	"syscall"
+
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"github.com/mst-eval/mst/internal/proctree"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mst-eval/mst/client"
+	"github.com/mst-eval/mst/transcript"
+)
+
+// killGrace is how long a trial's process group has between SIGTERM and
+// SIGKILL once the trial's context ends.
+const killGrace = 3 * time.Second
+
+type session struct {
+	params  client.OpenParams
+	opts    Options
+	bin     string
+	dir     string // the session folder, HOME of the CLI; removed at Close
+	home    string // CODEX_HOME, inside dir
+	version string
+	infos   []transcript.ServerInfo
+	// extraArgs are added before the prompt, and onStart is told the
+	// CLI's process id; tests use them.
+	extraArgs []string
+	onStart   func(pid int)
+
+	closeOnce sync.Once
+}
+
+// env is the CLI's environment: a minimal one, then the variant's values.
+func (s *session) env() []string {
+	m := map[string]string{"PATH": pathWith(s.bin), "HOME": s.dir}
+	for _, k := range platformEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			m[k] = v
+		}
+	}
+	for k, v := range s.params.Env {
+		m[k] = v
+	}
+	m["CODEX_HOME"] = s.home
+	env := make([]string, 0, len(m))
+	for k, v := range m {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+// Reset has nothing to do: every trial runs a fresh codex exec.
+func (s *session) Reset(context.Context) error { return nil }
+
+// Close removes the session folder, CODEX_HOME included.
+func (s *session) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		if s.dir != "" {
+			err = os.RemoveAll(s.dir)
+		}
+	})
+	return err
+}
+
+// Run runs one trial: codex exec --json with the prompt, in a fresh folder
+// of its own, read into the transcript as its events arrive.
+func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error) {
+	cwd, err := os.MkdirTemp(s.dir, "trial-")
+	if err != nil {
+		return client.Result{}, fmt.Errorf("codex-cli: creating the trial folder: %w", err)
+	}
+	defer os.RemoveAll(cwd)
+
+	args := []string{"exec", "--json", "--skip-git-repo-check", "--ephemeral",
+		"--disable", "plugins", "--disable", "remote_plugin", "--disable", "apps", "--disable", "tool_suggest"}
+	args = append(args, s.extraArgs...)
+	args = append(args, "--", t.Prompt)
+	cmd := exec.Command(s.bin, args...)
+	cmd.Dir = cwd
+	cmd.Env = s.env()
+	cmd.Stdin = nil // /dev/null
+	stderr := &tailBuffer{max: 16 << 10}
+	cmd.Stderr = stderr
+	cmd.WaitDelay = 2 * killGrace
+	proctree.Group(cmd)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return client.Result{}, fmt.Errorf("codex-cli: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return client.Result{}, fmt.Errorf("codex-cli: starting %s: %w", s.bin, err)
+	}
+	if s.onStart != nil {
+		s.onStart(cmd.Process.Pid)
+	}
+	tree := proctree.Of(cmd)
+
+	// stop ends the whole process group: SIGTERM, then SIGKILL after
+	// killGrace. It is called when ctx ends or maxActions is reached.
+	stopped := make(chan struct{})
+	var stopOnce sync.Once
+	stop := func() {
+		stopOnce.Do(func() {
+			close(stopped)
+			go func() {
+				tree.Signal(syscall.SIGTERM)
+				time.Sleep(killGrace)
+				tree.Signal(syscall.SIGKILL)
+			}()
+		})
+	}
+	done := make(chan struct{})
+	go func() {
+		// Servers the CLI starts are remembered as they appear, so they
+		// can be stopped even if they leave its process group.
+		scan := time.NewTicker(250 * time.Millisecond)
+		defer scan.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				stop()
+				return
+			case <-done:
+				return
+			case <-scan.C:
+				tree.Scan()
+			}
+		}
+	}()
+
+	p := newParser(t.Prompt, s.opts.MaxActions)
+	r := bufio.NewReaderSize(stdout, 64<<10)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			p.line(line, time.Now().UTC())
+			if p.overLimit && !p.stopped {
+				p.stopped = true
+				stop()
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	waitErr := cmd.Wait()
+	close(done)
+	// Whatever the CLI left behind (a server it started) goes with it.
+	tree.Signal(syscall.SIGKILL)
+
+	res := p.result()
+	res.Servers = s.infos
+	res.ClientVersion = s.version
+	if w := stderrWarnings(stderr.String()); len(w) > 0 {
+		warnings, _ := res.ClientTelemetry["warnings"].([]string)
+		res.ClientTelemetry["warnings"] = append(warnings, w...)
+	}
+	res.Outcome = s.outcome(ctx, p, waitErr, stderr.String())
+	return res, nil
+}
+
+// outcome decides how the trial ended, in order: the trial's context, the
+// maxActions limit, an API error in the stream, a required server that did
+// not start, any other failure of the CLI, and then the answer.
+func (s *session) outcome(ctx context.Context, p *parser, waitErr error, stderr string) transcript.Outcome {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return transcript.Outcome{Status: transcript.TimedOut, Detail: "the trial's timeout passed while codex ran"}
+	case ctx.Err() != nil:
+		return transcript.Outcome{Status: transcript.Cancelled, Detail: ctx.Err().Error()}
+	case p.overLimit:
+		return transcript.Outcome{Status: transcript.NoAnswer, Detail: fmt.Sprintf("maxActions (%d) reached: the model asked for another tool call", s.opts.MaxActions)}
+	case p.apiError != "":
+		return transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseProvider, Detail: p.apiError}
+	}
+	if m := serverFailedRE.FindStringSubmatch(stderr); m != nil {
+		return transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseServer, Detail: "a required MCP server failed to start: " + strings.TrimSpace(m[1])}
+	}
+	if waitErr != nil {
+		detail := "codex exec failed: " + waitErr.Error()
+		if t := tail(stderr, 2000); t != "" {
+			detail += ": " + t
+		}
+		return transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseClient, Detail: detail}
+	}
+	if strings.TrimSpace(p.answer) == "" {
+		return transcript.Outcome{Status: transcript.NoAnswer, Detail: "codex ended its turn without an answer"}
+	}
+	return transcript.Outcome{Status: transcript.Answered}
+}
+
+// serverFailedRE finds the CLI's report of a required MCP server that did
+// not start ("required MCP servers failed to initialize: everything: No such
+// file or directory").
+var serverFailedRE = regexp.MustCompile(`required MCP servers? failed to initialize:\s*([^\n]*?)(?:\s*\(code -?\d+\))?\s*(?:\n|$)`)
+
+// stderrWarnings returns the CLI's WARNING lines.
+func stderrWarnings(stderr string) []string {
+	var out []string
+	for _, l := range strings.Split(stderr, "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "WARNING") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// event is one line of codex exec --json.
+type event struct {
+	Type     string          `json:"type"`
+	ThreadID string          `json:"thread_id"`
+	Message  string          `json:"message"`
+	Item     *item           `json:"item"`
+	Usage    *usage          `json:"usage"`
+	Error    json.RawMessage `json:"error"`
+}
+
+type item struct {
+	ID        string          `json:"id"`
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Message   string          `json:"message"`
+	Server    string          `json:"server"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	Result    *struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+		IsError bool `json:"is_error"`
+	} `json:"result"`
+	Error  json.RawMessage `json:"error"`
+	Status string          `json:"status"`
+}
+
+type usage struct {
+	InputTokens       int64 `json:"input_tokens"`
+	CachedInputTokens int64 `json:"cached_input_tokens"`
+	OutputTokens      int64 `json:"output_tokens"`
+}
+
+// parser reads the event stream into a result.
+type parser struct {
+	maxActions int
+	messages   []transcript.Message
+	calls      []transcript.ToolCall
+	callIndex  map[string]int
+	answer     string
+	usage      transcript.Usage
+	threadID   string
+	warnings   []string
+	errors     []string
+	apiError   string
+	unparsed   int
+	actions    int
+	overLimit  bool
+	stopped    bool
+}
+
+func newParser(prompt string, maxActions int) *parser {
+	return &parser{
+		maxActions: maxActions,
+		messages:   []transcript.Message{{Role: "user", Text: prompt}},
+		callIndex:  map[string]int{},
+	}
+}
+
+// isWarning reports whether an error item is one the CLI goes on after.
+func isWarning(msg string) bool {
+	m := strings.ToLower(msg)
+	return strings.Contains(m, "model metadata") && strings.Contains(m, "not found")
+}
+
+// line reads one event that arrived at now.
+func (p *parser) line(b []byte, now time.Time) {
+	var e event
+	if err := json.Unmarshal(b, &e); err != nil {
+		p.unparsed++
+		return
+	}
+	switch e.Type {
+	case "thread.started":
+		p.threadID = e.ThreadID
+	case "turn.completed":
+		if e.Usage != nil {
+			p.usage.Add(transcript.Usage{InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens, CachedTokens: e.Usage.CachedInputTokens})
+		}
+	case "turn.failed":
+		p.fail(errorText(e.Error, "the turn failed"))
+	case "error":
+		msg := e.Message
+		if msg == "" {
+			msg = errorText(e.Error, "error")
+		}
+		if isWarning(msg) {
+			p.warnings = append(p.warnings, msg)
+		} else {
+			p.fail(msg)
+		}
+	case "item.started", "item.updated", "item.completed":
+		if e.Item != nil {
+			p.item(e.Type, e.Item, now)
+		}
+	}
+}
+
+func (p *parser) fail(msg string) {
+	if p.apiError == "" {
+		p.apiError = msg
+	} else if !strings.Contains(p.apiError, msg) {
+		p.apiError += "; " + msg
+	}
+}
+
+func (p *parser) item(kind string, it *item, now time.Time) {
+	switch it.Type {
+	case "agent_message":
+		if kind == "item.completed" {
+			p.messages = append(p.messages, transcript.Message{Role: "assistant", Text: it.Text})
+			p.answer = it.Text
+		}
+	case "error":
+		if isWarning(it.Message) {
+			p.warnings = append(p.warnings, it.Message)
+		} else {
+			p.fail(it.Message)
+		}
+	case "mcp_tool_call":
+		i, seen := p.callIndex[it.ID]
+		if !seen {
+			p.actions++
+			if p.maxActions > 0 && p.actions > p.maxActions {
+				p.overLimit = true
+				return
+			}
+			args := it.Arguments
+			if len(args) == 0 || string(args) == "null" {
+				args = json.RawMessage(`{}`)
+			}
+			p.calls = append(p.calls, transcript.ToolCall{ID: it.ID, Server: it.Server, Tool: it.Tool, Arguments: args, Started: now})
+			i = len(p.calls) - 1
+			p.callIndex[it.ID] = i
+			// The call belongs to the assistant turn that made it.
+			if last := &p.messages[len(p.messages)-1]; last.Role == "assistant" {
+				last.ToolCalls = append(last.ToolCalls, it.ID)
+			} else {
+				p.messages = append(p.messages, transcript.Message{Role: "assistant", ToolCalls: []string{it.ID}})
+			}
+		}
+		if kind != "item.completed" {
+			return
+		}
+		c := &p.calls[i]
+		c.DurationMs = float64(now.Sub(c.Started).Microseconds()) / 1000
+		if it.Result != nil {
+			var texts []string
+			for _, part := range it.Result.Content {
+				if part.Type == "text" {
+					texts = append(texts, part.Text)
+				}
+			}
+			c.Result = strings.Join(texts, "\n")
+			c.IsError = it.Result.IsError || it.Status == "failed"
+		}
+		if len(it.Error) > 0 && string(it.Error) != "null" {
+			c.Error = errorText(it.Error, "the call failed")
+		} else if it.Result == nil && it.Status == "failed" {
+			c.Error = "the call failed"
+		}
+		text := c.Result
+		if c.Error != "" {
+			text = "error: " + c.Error
+		}
+		p.messages = append(p.messages, transcript.Message{Role: "tool", Text: text, ToolCall: it.ID})
+	}
+}
+
+// errorText reads an error that is a string or an object with a message.
+func errorText(raw json.RawMessage, fallback string) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return fallback
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil && s != "" {
+		return s
+	}
+	var o struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(raw, &o) == nil && o.Message != "" {
+		return o.Message
+	}
+	return string(raw)
+}
+
+// result returns what the stream said so far; Run adds the outcome.
+func (p *parser) result() client.Result {
+	tel := map[string]any{}
+	if p.threadID != "" {
+		tel["threadId"] = p.threadID
+	}
+	if len(p.warnings) > 0 {
+		tel["warnings"] = append([]string(nil), p.warnings...)
+	}
+	if p.unparsed > 0 {
+		tel["unparsedLines"] = p.unparsed
+	}
+	return client.Result{
+		Messages:        p.messages,
+		ToolCalls:       p.calls,
+		Answer:          p.answer,
+		Usage:           p.usage,
+		ClientTelemetry: tel,
+	}
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+var _ io.Writer = (*tailBuffer)(nil)
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append([]byte(nil), t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
