@@ -85,3 +85,9 @@ func ClaudeCode(t testing.TB) string {
 func Codex(t testing.TB) string {
 	return Need(t, filepath.Join(Dir(t), "node_modules", ".bin", "codex"), "the Codex CLI (@openai/codex)")
 }
+
+// Gemini returns the path of the Gemini CLI's entry point, to run with
+// Node 22.
+func Gemini(t testing.TB) string {
+	return Need(t, filepath.Join(Dir(t), "node_modules", ".bin", "gemini"), "the Gemini CLI (@google/gemini-cli)")
+}
