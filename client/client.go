@@ -53,6 +53,14 @@ type Definition struct {
 	// The error says what is missing and what to do instead.
 	Available func(goos string) error
 
+	// Preflight checks what the client needs on the machine that runs its
+	// trials, such as an installed CLI, given a variant's options. MST calls
+	// it when the eval loads, before any server or client opens, when that
+	// machine is this one (the local and processes runners); nil means
+	// nothing to check. The error says what is missing and the setup
+	// command.
+	Preflight func(options json.RawMessage) error
+
 	// Open starts a session. Either Open or Run must be set.
 	Open func(ctx context.Context, p OpenParams) (Session, error)
 	// Run runs a single trial with no session state.

@@ -22,7 +22,10 @@ type CheckClient func(name, goos string) error
 // guessed) and is available in this build, and every case override is one
 // its clients honour, with options their schemas accept. It returns every
 // problem, one per line.
-func Check(cfg *eval.Config, cases []dataset.Case, reg *client.Registry, goos string, check CheckClient) error {
+//
+// With preflight set (the trials run on this machine), each variant's
+// client also checks what it needs here, such as an installed CLI.
+func Check(cfg *eval.Config, cases []dataset.Case, reg *client.Registry, goos string, preflight bool, check CheckClient) error {
 	var errs []error
 	clientOf := func(v eval.Variant) string {
 		if v.Client == "" {
@@ -37,6 +40,12 @@ func Check(cfg *eval.Config, cases []dataset.Case, reg *client.Registry, goos st
 		}
 		if err := check(clientOf(v), goos); err != nil {
 			errs = append(errs, fmt.Errorf("%s: variants.%s.client: %w", cfg.File, name, err))
+			continue
+		}
+		if def, err := reg.Lookup(clientOf(v)); err == nil && preflight && def.Preflight != nil {
+			if err := def.Preflight(v.ClientOptions); err != nil {
+				errs = append(errs, fmt.Errorf("%s: variants.%s: %w", cfg.File, name, err))
+			}
 		}
 	}
 	for _, c := range cases {

@@ -20,6 +20,7 @@ func LocalDefinition() *Definition {
 		OS:          runtime.GOOS,
 		Options:     json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{}}`),
 		MaxShards:   1,
+		ThisMachine: true,
 		New: func(ctx context.Context, p Params) (Runner, error) {
 			if p.Worker == nil {
 				return nil, errors.New("local runner: no worker")

@@ -28,7 +28,8 @@ func ProcessesDefinition() *Definition {
 		Options: json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{
   "dir": {"type":"string","description":"Folder that holds the shards' folders (default: a new temporary folder)."}
 }}`),
-		MaxShards: 4 * runtime.NumCPU(),
+		MaxShards:   4 * runtime.NumCPU(),
+		ThisMachine: true,
 		New: func(ctx context.Context, p Params) (Runner, error) {
 			if len(p.MST) == 0 {
 				return nil, errors.New("processes runner: no mst command to start workers with")

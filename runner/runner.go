@@ -48,6 +48,9 @@ type Definition struct {
 	Options json.RawMessage
 	// MaxShards is the most shards the runner runs at once.
 	MaxShards int
+	// ThisMachine is true when the runner's machines are this machine (its
+	// files and programs), so clients' preflight checks can run at load.
+	ThisMachine bool
 	// New makes the runner for one run.
 	New func(ctx context.Context, p Params) (Runner, error)
 	// Setup prepares what the runner needs once per machine of the user's

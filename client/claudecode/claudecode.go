@@ -69,6 +69,7 @@ func Definition() *client.Definition {
 		Concurrent:    true,
 		CaseOverrides: []string{"model", "clientOptions"},
 		Version:       func() string { return cliVersion(context.Background(), defaultCommand) },
+		Preflight:     preflight,
 		Open:          Open,
 	}
 }
@@ -398,4 +399,16 @@ func normalizeName(name string) string {
 		}
 	}
 	return b.String()
+}
+
+// preflight checks that the CLI a variant names is installed here.
+func preflight(raw json.RawMessage) error {
+	opts, err := decodeOptions(raw)
+	if err != nil {
+		return err
+	}
+	if _, err := exec.LookPath(opts.Command); err != nil {
+		return fmt.Errorf("the Claude Code CLI (%s) is not installed on this machine: install it with npm install -g @anthropic-ai/claude-code, or set clientOptions.command to its path", opts.Command)
+	}
+	return nil
 }

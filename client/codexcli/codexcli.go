@@ -51,6 +51,7 @@ func Definition() *client.Definition {
 		Concurrent:    true,
 		CaseOverrides: []string{"model", "clientOptions"},
 		Version:       installedVersion,
+		Preflight:     preflight,
 		Open:          Open,
 	}
 }
@@ -264,4 +265,16 @@ func tail(s string, n int) string {
 		s = "…" + s[len(s)-n:]
 	}
 	return s
+}
+
+// preflight checks that the CLI a variant names is installed here.
+func preflight(raw json.RawMessage) error {
+	opts, err := decodeOptions(raw)
+	if err != nil {
+		return err
+	}
+	if _, err := exec.LookPath(opts.Command); err != nil {
+		return fmt.Errorf("the Codex CLI (%s) is not installed on this machine: install it with npm install -g @openai/codex, or set clientOptions.command to its path", opts.Command)
+	}
+	return nil
 }

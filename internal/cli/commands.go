@@ -25,7 +25,7 @@ file, the path in it and what to do.`,
 		Example: `  mst validate examples/quickstart/eval.yaml`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, cases, err := loadEval(stdio, args[0], runtime.GOOS)
+			cfg, cases, err := loadEval(stdio, args[0], runtime.GOOS, true)
 			if asJSON {
 				res := map[string]any{"file": args[0], "valid": err == nil}
 				if err != nil {

@@ -102,7 +102,10 @@ run; 2 bad flags or a config that does not validate; 3 the run is partial
 	return cmd
 }
 
-func loadEval(stdio Stdio, path, goos string) (*eval.Config, []dataset.Case, error) {
+// loadEval loads and checks an eval for a runner whose machines run goos
+// ("" when unknown); thisMachine says they are this machine, so clients'
+// preflight checks (an installed CLI) run too.
+func loadEval(stdio Stdio, path, goos string, thisMachine bool) (*eval.Config, []dataset.Case, error) {
 	clients := builtin.Clients()
 	cfg, err := eval.Load(path, builtin.Catalog{Clients: clients})
 	if err != nil {
@@ -128,7 +131,7 @@ func loadEval(stdio Stdio, path, goos string) (*eval.Config, []dataset.Case, err
 	// goos is the OS of the machines that will run the trials, "" when the
 	// runner does not say: then no OS is guessed.
 	check := func(name, goos string) error { return builtin.CheckClient(clients, name, goos) }
-	if err := run.Check(cfg, cases, clients, goos, check); err != nil {
+	if err := run.Check(cfg, cases, clients, goos, thisMachine, check); err != nil {
 		return nil, nil, withCode(ExitUsage, err)
 	}
 	return cfg, cases, nil
@@ -186,7 +189,7 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 		return withCode(ExitUsage, errors.New("--retry-errored goes with --resume RUN"))
 	}
 
-	cfg, cases, err := loadEval(stdio, path, rdef.OS)
+	cfg, cases, err := loadEval(stdio, path, rdef.OS, rdef.ThisMachine)
 	if err != nil {
 		return err
 	}
