@@ -36,6 +36,10 @@ type Definition struct {
 	// an object schema with additionalProperties false; defaults are given
 	// with "default" (literal) or "x-defaultDescription" (dynamic).
 	Options json.RawMessage
+	// ModelProviders lists the providers of the models the client can run
+	// ("anthropic", "openai", "google", "offline"), checked against a
+	// variant's model (and a case's) when the eval loads.
+	ModelProviders []string
 	// Concurrent is true when one Session may run several trials at once.
 	Concurrent bool
 	// CaseOverrides lists what a case may change for its own trials

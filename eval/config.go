@@ -81,7 +81,7 @@ type Variant struct {
 	Description string `json:"description,omitempty"`
 	// Client names the client (default "api").
 	Client string `json:"client"`
-	// Model is "offline" or "<provider>/<model>" (anthropic/…, openai/…).
+	// Model is "offline" or "<provider>/<model>" (anthropic/…, openai/…, google/…).
 	Model string `json:"model"`
 	// Servers names the servers the variant uses. Load fills in every
 	// declared server, sorted, when the config lists none.
@@ -105,7 +105,7 @@ type Limits struct {
 	// Concurrency is how many trials run at once in one shard (default 4).
 	Concurrency int `json:"concurrency,omitempty"`
 	// Providers caps trials in flight per model provider across all shards
-	// ("anthropic": 2); keys are anthropic, openai and offline.
+	// ("anthropic": 2); keys are anthropic, openai, google and offline.
 	Providers map[string]int `json:"providers,omitempty"`
 	// Servers caps trials in flight per server across all shards; keys are
 	// declared servers.

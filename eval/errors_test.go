@@ -179,7 +179,7 @@ variants:
 `,
 			want: []string{
 				`eval.yaml:17:3: variants["bad/name"]: invalid name: a variant name may hold only letters, digits, '.', '_' and '-'`,
-				`eval.yaml:8:14: variants.badmodel.model: must be "offline" or "<provider>/<model>" with provider anthropic or openai (such as "anthropic/claude-sonnet-4-5"), got string "gemini/pro"`,
+				`eval.yaml:8:14: variants.badmodel.model: must be "offline" or "<provider>/<model>" with provider anthropic, openai or google (such as "anthropic/claude-sonnet-4-5"), got string "gemini/pro"`,
 				"eval.yaml:7:3: variants.nomodel.model: missing required key",
 				"eval.yaml:16:26: variants.none.servers: must name at least one server; leave servers out to use all of them",
 				`eval.yaml:11:24: variants.refs.servers[1]: unknown server "wether" (did you mean weather?)`,

@@ -42,6 +42,11 @@ func Check(cfg *eval.Config, cases []dataset.Case, reg *client.Registry, goos st
 			errs = append(errs, fmt.Errorf("%s: variants.%s.client: %w", cfg.File, name, err))
 			continue
 		}
+		if def, err := reg.Lookup(clientOf(v)); err == nil {
+			if err := checkModel(def, v.Model); err != nil {
+				errs = append(errs, fmt.Errorf("%s: variants.%s.model: %w", cfg.File, name, err))
+			}
+		}
 		if def, err := reg.Lookup(clientOf(v)); err == nil && preflight && def.Preflight != nil {
 			if err := def.Preflight(v.ClientOptions); err != nil {
 				errs = append(errs, fmt.Errorf("%s: variants.%s: %w", cfg.File, name, err))
@@ -61,6 +66,10 @@ func Check(cfg *eval.Config, cases []dataset.Case, reg *client.Registry, goos st
 			}
 			if c.Model != "" && !slices.Contains(def.CaseOverrides, "model") {
 				errs = append(errs, fmt.Errorf("%s: model: client %s (variant %s) runs every case on the variant's model; remove the case's model, or run this case under a client that takes one per case", where, def.Name, name))
+			} else if c.Model != "" {
+				if err := checkModel(def, c.Model); err != nil {
+					errs = append(errs, fmt.Errorf("%s: model: %w (variant %s)", where, err, name))
+				}
 			}
 			if len(c.ClientOptions) == 0 {
 				continue
@@ -91,4 +100,16 @@ func Check(cfg *eval.Config, cases []dataset.Case, reg *client.Registry, goos st
 		lines[i] = e.Error()
 	}
 	return errors.New(strings.Join(lines, "\n"))
+}
+
+// checkModel checks that a client can run a model's provider.
+func checkModel(def *client.Definition, model string) error {
+	if len(def.ModelProviders) == 0 || model == "" {
+		return nil
+	}
+	p := shard.ProviderOf(model)
+	if slices.Contains(def.ModelProviders, p) {
+		return nil
+	}
+	return fmt.Errorf("client %s runs models of %s, not %q: write %s/MODEL", def.Name, strings.Join(def.ModelProviders, ", "), model, def.ModelProviders[0])
 }

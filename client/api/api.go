@@ -25,10 +25,11 @@ func Definition() *client.Definition {
 			OS:          []string{"linux", "darwin", "windows"},
 			Credentials: []string{"ANTHROPIC_API_KEY for anthropic/ models", "OPENAI_API_KEY for openai/ models", "none for offline"},
 		},
-		Options:       optionsSchema(),
-		Concurrent:    true,
-		CaseOverrides: []string{"model", "clientOptions"},
-		Open:          Open,
+		Options:        optionsSchema(),
+		ModelProviders: []string{"anthropic", "openai", "offline"},
+		Concurrent:     true,
+		CaseOverrides:  []string{"model", "clientOptions"},
+		Open:           Open,
 	}
 }
 

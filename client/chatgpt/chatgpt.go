@@ -32,6 +32,7 @@ func Definition() *client.Definition {
 			},
 			Setup: "Install the ChatGPT desktop app from https://chatgpt.com/download and sign in",
 		},
-		Options: client.DesktopOptions("300s"),
+		ModelProviders: []string{"openai"},
+		Options:        client.DesktopOptions("300s"),
 	}, client.DesktopNotBuilt(Name))
 }

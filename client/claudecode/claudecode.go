@@ -65,12 +65,13 @@ func Definition() *client.Definition {
 			Credentials: []string{"ANTHROPIC_API_KEY"},
 			Setup:       "npm install -g @anthropic-ai/claude-code",
 		},
-		Options:       optionsSchema(),
-		Concurrent:    true,
-		CaseOverrides: []string{"model", "clientOptions"},
-		Version:       func() string { return cliVersion(context.Background(), defaultCommand) },
-		Preflight:     preflight,
-		Open:          Open,
+		Options:        optionsSchema(),
+		ModelProviders: []string{"anthropic"},
+		Concurrent:     true,
+		CaseOverrides:  []string{"model", "clientOptions"},
+		Version:        func() string { return cliVersion(context.Background(), defaultCommand) },
+		Preflight:      preflight,
+		Open:           Open,
 	}
 }
 

@@ -47,12 +47,13 @@ func Definition() *client.Definition {
 			Credentials: []string{"OPENAI_API_KEY or CODEX_API_KEY"},
 			Setup:       "npm install -g @openai/codex",
 		},
-		Options:       optionsSchema(),
-		Concurrent:    true,
-		CaseOverrides: []string{"model", "clientOptions"},
-		Version:       installedVersion,
-		Preflight:     preflight,
-		Open:          Open,
+		Options:        optionsSchema(),
+		ModelProviders: []string{"openai"},
+		Concurrent:     true,
+		CaseOverrides:  []string{"model", "clientOptions"},
+		Version:        installedVersion,
+		Preflight:      preflight,
+		Open:           Open,
 	}
 }
 

@@ -32,6 +32,7 @@ func Definition() *client.Definition {
 			},
 			Setup: "Install Claude Desktop from https://claude.ai/download, sign in and turn on Cowork",
 		},
-		Options: client.DesktopOptions("900s"),
+		ModelProviders: []string{"anthropic"},
+		Options:        client.DesktopOptions("900s"),
 	}, client.DesktopNotBuilt(Name))
 }

@@ -15,9 +15,11 @@ import (
 	"github.com/mst-eval/mst/client/codexapp"
 	"github.com/mst-eval/mst/client/codexcli"
 	"github.com/mst-eval/mst/client/cowork"
+	"github.com/mst-eval/mst/client/geminicli"
 	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/runner/docker"
+	"github.com/mst-eval/mst/runner/kubernetes"
 	sshrunner "github.com/mst-eval/mst/runner/ssh"
 )
 
@@ -27,6 +29,7 @@ func Clients() *client.Registry {
 		api.Definition(),
 		claudecode.Definition(),
 		codexcli.Definition(),
+		geminicli.Definition(),
 		cowork.Definition(),
 		chatgpt.Definition(),
 		codexapp.Definition(),
@@ -96,5 +99,6 @@ func Runners() *runner.Registry {
 		runner.ProcessesDefinition(),
 		sshrunner.Definition(), sshrunner.GcloudDefinition(),
 		docker.Definition(),
+		kubernetes.Definition(),
 	)
 }

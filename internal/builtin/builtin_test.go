@@ -18,7 +18,7 @@ import (
 
 func TestClientNames(t *testing.T) {
 	t.Parallel()
-	want := []string{"api", "chatgpt", "claude-code", "codex-app", "codex-cli", "cowork"}
+	want := []string{"api", "chatgpt", "claude-code", "codex-app", "codex-cli", "cowork", "gemini-cli"}
 	if diff := cmp.Diff(want, builtin.Clients().Names()); diff != "" {
 		t.Errorf("Clients().Names() (-want +got):\n%s", diff)
 	}
@@ -34,10 +34,11 @@ func TestCheckClient(t *testing.T) {
 		{"api", "linux", ""},
 		{"api", "darwin", ""},
 		{"api", "windows", ""},
-		{"nope", "linux", `unknown client "nope" (known: api, chatgpt, claude-code, codex-app, codex-cli, cowork)`},
+		{"nope", "linux", `unknown client "nope" (known: api, chatgpt, claude-code, codex-app, codex-cli, cowork, gemini-cli)`},
 		{"claude-code", "linux", ""},
 		{"claude-code", "windows", ""},
 		{"codex-cli", "darwin", ""},
+		{"gemini-cli", "windows", ""},
 		{"cowork", "windows", "client cowork runs on macos, linux; this run's machine is windows"},
 		{"cowork", "linux", "cowork is not available on linux yet: this build has no Linux desktop automation (it comes with the desktop clients); no machine can run it in this build"},
 		{"cowork", "darwin", "cowork is defined but not built into this version of mst yet (it comes with the desktop clients); no machine can run it in this build"},
@@ -85,6 +86,7 @@ func TestClientDefinitions(t *testing.T) {
 		"api":         {"", cli, []string{"model", "clientOptions"}, true},
 		"claude-code": {"180s", cli, []string{"model", "clientOptions"}, true},
 		"codex-cli":   {"300s", cli, []string{"model", "clientOptions"}, true},
+		"gemini-cli":  {"300s", []string{"maxActions", "timeout"}, []string{"model", "clientOptions"}, true},
 		"cowork":      {"900s", app, nil, false},
 		"chatgpt":     {"300s", app, nil, false},
 		"codex-app":   {"300s", app, nil, false},

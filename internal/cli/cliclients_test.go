@@ -16,15 +16,15 @@ import (
 	"github.com/mst-eval/mst/transcript"
 )
 
-// TestCLIClientsEval runs one eval with three variants, api, claude-code
-// and codex-cli, against the real npm server-everything, through mst run:
+// TestCLIClientsEval runs one eval with four variants, api, claude-code,
+// codex-cli and gemini-cli, against the real npm server-everything, through mst run:
 // the real CLIs talk to the fake provider (both wire formats from one
 // server), the key reaches them only through the secrets file, and every
 // variant yields a complete, comparable transcript.
 func TestCLIClientsEval(t *testing.T) {
 	t.Parallel()
 	everything := peertest.Everything(t)
-	claude, codex := peertest.ClaudeCode(t), peertest.Codex(t)
+	claude, codex, gemini := peertest.ClaudeCode(t), peertest.Codex(t), peertest.Gemini(t)
 	fake := providertest.New(t, providertest.Script{Conversations: []providertest.Conversation{{
 		Turns: []providertest.Turn{
 			{ToolCalls: []providertest.Call{{Tool: "echo", Arguments: map[string]any{"message": "hello from the eval"}}}, InputTokens: 40, OutputTokens: 8},
@@ -33,7 +33,7 @@ func TestCLIClientsEval(t *testing.T) {
 	}}})
 	dir := t.TempDir()
 	const key = "sk-test-canary-4f1e9a7c2b"
-	os.WriteFile(filepath.Join(dir, "secrets.env"), []byte("ANTHROPIC_API_KEY="+key+"\nOPENAI_API_KEY="+key+"\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "secrets.env"), []byte("ANTHROPIC_API_KEY="+key+"\nOPENAI_API_KEY="+key+"\nGEMINI_API_KEY="+key+"\n"), 0o600)
 	os.WriteFile(filepath.Join(dir, "cases.jsonl"), []byte(`{"id": "echo", "input": "Please echo 'hello from the eval'", "expect": [{"toolCalled": {"tool": "echo", "server": "everything"}}, {"answerContains": "hello from the eval"}]}`+"\n"), 0o644)
 	args, _ := json.Marshal(everything.Args)
 	eval := fmt.Sprintf(`name: cliclients
@@ -52,7 +52,11 @@ variants:
     client: codex-cli
     model: openai/gpt-test
     clientOptions: {baseURL: %q, command: %q, timeout: 120s, requestMaxRetries: 0, streamMaxRetries: 0}
-`, everything.Command, args, fake.URL, fake.URL, claude, fake.URL+"/v1", codex)
+  gemini-cli:
+    client: gemini-cli
+    model: google/gemini-test
+    clientOptions: {baseURL: %q, command: %q, timeout: 120s}
+`, everything.Command, args, fake.URL, fake.URL, claude, fake.URL+"/v1", codex, fake.URL, gemini)
 	os.WriteFile(filepath.Join(dir, "eval.yaml"), []byte(eval), 0o644)
 
 	var stdout, stderr bytes.Buffer
@@ -93,8 +97,8 @@ variants:
 		}
 		return nil
 	})
-	if len(seen) != 3 {
-		t.Errorf("transcripts for %v, want api, claude-code and codex-cli", seen)
+	if len(seen) != 4 {
+		t.Errorf("transcripts for %v, want api, claude-code, codex-cli and gemini-cli", seen)
 	}
 	// The key never reaches a file MST stored.
 	filepath.Walk(runs[0], func(p string, info os.FileInfo, err error) error {

@@ -58,8 +58,8 @@ and --limit.
 
 Clients get, as environment variables, the KEY=value lines of --secrets-file
 and, from MST's own environment, only the provider keys: ANTHROPIC_API_KEY,
-OPENAI_API_KEY and any variable a variant names with clientOptions.apiKeyEnv
-(the file wins when both set one). Every one of these values is replaced by
+OPENAI_API_KEY, CODEX_API_KEY, GEMINI_API_KEY and any variable a variant
+names with clientOptions.apiKeyEnv (the file wins when both set one). Every one of these values is replaced by
 [redacted:KEY] in everything the run stores and prints.
 
 Exit codes: 0 the run is complete (whatever its pass rate); 1 it could not
@@ -289,7 +289,7 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 
 // providerKeys are the variables, besides those a variant names with
 // clientOptions.apiKeyEnv, that clients may take from MST's environment.
-var providerKeys = []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}
+var providerKeys = []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "CODEX_API_KEY", "GEMINI_API_KEY"}
 
 // addProviderKeys adds to set, which clients get as environment variables,
 // the provider keys found in env (MST's own environment) that set does not

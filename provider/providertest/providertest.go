@@ -94,12 +94,13 @@ const (
 	FormatAnthropic = "anthropic" // POST /v1/messages
 	FormatResponses = "responses" // POST /v1/responses
 	FormatChat      = "chat"      // POST /v1/chat/completions
+	FormatGemini    = "gemini"    // POST /v1beta/models/{model}:streamGenerateContent or :generateContent
 )
 
 // Request is one request the server received.
 type Request struct {
-	// Format is FormatAnthropic, FormatResponses or FormatChat, or "" for a
-	// path the server does not serve.
+	// Format is FormatAnthropic, FormatResponses, FormatChat or
+	// FormatGemini, or "" for a path the server does not serve.
 	Format string
 	Path   string
 	Query  string // the raw query, without "?"
@@ -119,7 +120,8 @@ type Request struct {
 	// several, or several text blocks, and all of them count.
 	FirstUserText string
 	// Turn is how many model turns the history held: assistant messages for
-	// Anthropic and Chat Completions, runs of consecutive model output items
+	// Anthropic and Chat Completions, contents with role "model" for Gemini,
+	// runs of consecutive model output items
 	// (assistant messages, function calls, reasoning) for Responses.
 	Turn int
 	// Status is the HTTP status the server answered.
@@ -130,8 +132,9 @@ type Request struct {
 // goroutine.
 type Server struct {
 	// URL is the server's base address, e.g. http://127.0.0.1:PORT, with no
-	// trailing slash. The Anthropic SDK takes it as it is; the OpenAI SDK and
-	// the Codex CLI take URL + "/v1".
+	// trailing slash. The Anthropic SDK and the Gemini CLI
+	// (GOOGLE_GEMINI_BASE_URL) take it as it is; the OpenAI SDK and the Codex
+	// CLI take URL + "/v1".
 	URL string
 
 	turns   [][]compiledTurn // per conversation
@@ -250,6 +253,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	f, ok := s.formats[r.URL.Path]
 	if !ok {
+		// Gemini names the model in the path.
+		f, ok = geminiFormat(r.URL.Path)
+	}
+	if !ok {
 		rec.Status = http.StatusNotFound
 		s.record(rec)
 		writeJSON(w, http.StatusNotFound, map[string]any{
@@ -257,7 +264,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			"error": map[string]any{
 				"type": "not_found_error",
 				"message": fmt.Sprintf("providertest: no endpoint %s %s; this fake serves POST /v1/messages, "+
-					"POST /v1/responses and POST /v1/chat/completions", r.Method, r.URL.Path),
+					"POST /v1/responses, POST /v1/chat/completions and POST /v1beta/models/MODEL:streamGenerateContent "+
+					"or :generateContent", r.Method, r.URL.Path),
 			},
 		})
 		return

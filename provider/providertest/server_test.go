@@ -212,7 +212,7 @@ func TestUnservedRequests(t *testing.T) {
 		wantFormat   string
 	}{
 		{http.MethodGet, "/v1/models", 404, ""},
-		{http.MethodPost, "/v1beta/models/m:streamGenerateContent", 404, ""},
+		{http.MethodPost, "/v1beta/models/m:countTokens", 404, ""},
 		{http.MethodHead, "/api/hello", 404, ""},
 		{http.MethodGet, "/v1/messages", 405, "anthropic"},
 	}
@@ -233,7 +233,7 @@ func TestUnservedRequests(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s %s %d", r.Format, r.Path, r.Status))
 	}
 	want := []string{
-		" /v1/models 404", " /v1beta/models/m:streamGenerateContent 404", " /api/hello 404", "anthropic /v1/messages 405",
+		" /v1/models 404", " /v1beta/models/m:countTokens 404", " /api/hello 404", "anthropic /v1/messages 405",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Requests() (-want +got):\n%s", diff)

@@ -1,0 +1,279 @@
+// Package geminicli is the gemini-cli client: the Gemini CLI, run once per
+// trial in headless mode (gemini -p … --output-format stream-json), with the
+// variant's servers as its only MCP servers and the variant's model behind a
+// Gemini API provider.
+//
+// A session owns a folder under the session's work folder. Each trial gets
+// a home of its own in it, whose .gemini/settings.json holds the MCP
+// servers and turns off telemetry, usage statistics and auto-update; the
+// API key reaches the CLI only through its environment (GEMINI_API_KEY),
+// never a file. Each trial runs in its own process group and reads the
+// CLI's event stream into the transcript.
+package geminicli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/mst-eval/mst/client"
+	"github.com/mst-eval/mst/transcript"
+)
+
+// Name is the client's name in eval configs.
+const Name = "gemini-cli"
+
+// The gemini-cli client's defaults. The options schema states them and
+// decodeOptions applies them, so the two cannot disagree.
+const (
+	defaultCommand = "gemini"
+	// defaultRequestMaxAttempts is lower than the CLI's own 10: its backoff
+	// starts at 5 s and doubles to 30 s, so ten attempts at a failing
+	// provider would take most of a trial's timeout; three take about 15 s.
+	defaultRequestMaxAttempts = 3
+	// maxRequestAttempts is the CLI's own ceiling for general.maxAttempts.
+	maxRequestAttempts = 10
+)
+
+// Definition is the gemini-cli client's definition.
+func Definition() *client.Definition {
+	return &client.Definition{
+		Name:        Name,
+		Description: "The Gemini CLI, in headless mode, with the variant's servers as its only MCP servers.",
+		Requirements: client.Requirements{
+			OS:          []string{"linux", "darwin", "windows"},
+			Credentials: []string{"GEMINI_API_KEY"},
+			Setup:       "npm install -g @google/gemini-cli",
+		},
+		Options:        optionsSchema(),
+		ModelProviders: []string{"google"},
+		Concurrent:     true,
+		CaseOverrides:  []string{"model", "clientOptions"},
+		Version:        installedVersion,
+		Preflight:      preflight,
+		Open:           Open,
+	}
+}
+
+// optionsSchema returns the JSON Schema of gemini-cli's clientOptions.
+//
+// The default timeout is 300 s, as codex-cli's: a headless agent turn with
+// several tool calls, plus the CLI's slow start (20 s and more on a loaded
+// machine: Node, its bundle, and every MCP server discovered before the
+// first request) and its retries with backoff, needs minutes rather than
+// claude-code's 180 s.
+//
+// There is no reasoningEffort: the CLI has no flag or plain setting for
+// the model's thinking level (only per-model generation overrides), so it
+// is left out rather than half-applied.
+func optionsSchema() json.RawMessage {
+	return client.OptionsSchema(client.SharedOptions{
+		Timeout:    "300s",
+		MaxActions: &client.MaxActions{Action: "tool calls, counted in the CLI's event stream", DefaultDescription: "no limit: the timeout bounds the trial"},
+	},
+		client.Option{
+			Name:               "baseURL",
+			Schema:             map[string]any{"type": "string", "format": "uri"},
+			Description:        "Address of the Gemini API the CLI calls (its GOOGLE_GEMINI_BASE_URL): a gateway or a test server.",
+			DefaultDescription: "Google's public Gemini API",
+		},
+		client.Option{
+			Name:        "command",
+			Schema:      map[string]any{"type": "string", "minLength": 1},
+			Description: "The Gemini CLI to run: a path, or a name looked up on PATH.",
+			Default:     defaultCommand,
+		},
+		client.Option{
+			Name:        "requestMaxAttempts",
+			Schema:      map[string]any{"type": "integer", "minimum": 1, "maximum": maxRequestAttempts},
+			Description: "How many times the CLI tries a request to the provider (the first try and its retries, with a backoff from 5 s) before the trial ends errored (provider): its general.maxAttempts, at most 10.",
+			Default:     defaultRequestMaxAttempts,
+		},
+	)
+}
+
+// Options are gemini-cli's options, decoded.
+type Options struct {
+	Timeout            string `json:"timeout"`
+	MaxActions         int    `json:"maxActions"`
+	BaseURL            string `json:"baseURL"`
+	Command            string `json:"command"`
+	RequestMaxAttempts int    `json:"requestMaxAttempts"`
+}
+
+// decodeOptions reads raw options (already validated against the schema)
+// and fills in defaults.
+func decodeOptions(raw json.RawMessage) (Options, error) {
+	var o Options
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &o); err != nil {
+			return o, fmt.Errorf("clientOptions: %w", err)
+		}
+	}
+	if o.Timeout != "" {
+		if _, err := time.ParseDuration(o.Timeout); err != nil {
+			return o, fmt.Errorf("clientOptions.timeout: %q is not a duration (write 90s or 5m)", o.Timeout)
+		}
+	}
+	if o.Command == "" {
+		o.Command = defaultCommand
+	}
+	if o.RequestMaxAttempts == 0 {
+		o.RequestMaxAttempts = defaultRequestMaxAttempts
+	}
+	if o.RequestMaxAttempts < 1 || o.RequestMaxAttempts > maxRequestAttempts {
+		return o, fmt.Errorf("clientOptions.requestMaxAttempts: %d is outside 1 to %d", o.RequestMaxAttempts, maxRequestAttempts)
+	}
+	return o, nil
+}
+
+// modelName is the model as the CLI takes it: the reference without a
+// leading google/ or gemini/.
+func modelName(ref string) string {
+	for _, p := range []string{"google/", "gemini/"} {
+		if m, ok := strings.CutPrefix(ref, p); ok {
+			return m
+		}
+	}
+	return ref
+}
+
+// Open prepares a session: it finds the gemini command (clientOptions
+// command), writes the settings every trial's home gets, and reads the
+// CLI's version.
+func Open(ctx context.Context, p client.OpenParams) (client.Session, error) {
+	opts, err := decodeOptions(p.Options)
+	if err != nil {
+		return nil, err
+	}
+	bin, err := exec.LookPath(opts.Command)
+	if err != nil {
+		return nil, fmt.Errorf("gemini-cli: cannot run %q (%v); install the Gemini CLI with npm install -g @google/gemini-cli, or set clientOptions.command to its path", opts.Command, err)
+	}
+	if bin, err = filepath.Abs(bin); err != nil {
+		return nil, fmt.Errorf("gemini-cli: %w", err)
+	}
+	s, err := open(ctx, p, bin)
+	if s == nil {
+		// A nil *session in a Session interface is not nil.
+		return nil, err
+	}
+	return s, err
+}
+
+// open is Open with the gemini command given; tests pass the peers' copy.
+func open(ctx context.Context, p client.OpenParams, bin string) (*session, error) {
+	opts, err := decodeOptions(p.Options)
+	if err != nil {
+		return nil, err
+	}
+	for _, srv := range p.Servers {
+		if len(srv.Tools) > 0 {
+			return nil, fmt.Errorf("gemini-cli: server %q has tool overrides (descriptions or hidden tools); gemini-cli cannot apply them yet (tool overrides with gemini-cli come later): remove them from the variant, or use client api", srv.Name)
+		}
+	}
+	if p.Env["GEMINI_API_KEY"] == "" {
+		return nil, errors.New("gemini-cli needs an API key: set GEMINI_API_KEY in the environment or the secrets file")
+	}
+	model := modelName(p.Model)
+	if model == "" {
+		return nil, errors.New("gemini-cli needs a model (google/MODEL, gemini/MODEL or the model's name)")
+	}
+	settings, err := settingsJSON(p.Servers, opts.RequestMaxAttempts)
+	if err != nil {
+		return nil, fmt.Errorf("gemini-cli: %w", err)
+	}
+	base := p.WorkDir
+	if base == "" {
+		base = os.TempDir()
+	}
+	dir, err := os.MkdirTemp(base, "gemini-cli-")
+	if err != nil {
+		return nil, fmt.Errorf("gemini-cli: creating the session folder: %w", err)
+	}
+	s := &session{params: p, opts: opts, bin: bin, dir: dir, model: model, settings: settings, namer: newToolNamer(p.Servers)}
+	vctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	v, err := version(vctx, bin, s.env(dir, dir))
+	if err != nil {
+		return s, fmt.Errorf("gemini-cli: %s --version: %w", bin, err)
+	}
+	s.version = v
+	for _, srv := range p.Servers {
+		s.infos = append(s.infos, transcript.ServerInfo{Name: srv.Name, Transport: srv.Transport()})
+	}
+	return s, nil
+}
+
+// installedVersion is Definition.Version: the version of the gemini on
+// PATH, or "" when there is none.
+func installedVersion() string {
+	bin, err := exec.LookPath(defaultCommand)
+	if err != nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	v, _ := version(ctx, bin, append(os.Environ(), "PATH="+pathWith(bin)))
+	return v
+}
+
+// version runs gemini --version and returns its version ("0.61.0").
+func version(ctx context.Context, bin string, env []string) (string, error) {
+	cmd := exec.CommandContext(ctx, bin, "--version")
+	cmd.Env = env
+	cmd.WaitDelay = 3 * time.Second
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && len(ee.Stderr) > 0 {
+			return "", fmt.Errorf("%w: %s", err, tail(string(ee.Stderr), 500))
+		}
+		return "", err
+	}
+	// The version is the last line: the CLI may print warnings first.
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	v := strings.TrimSpace(lines[len(lines)-1])
+	if v == "" {
+		return "", errors.New("it printed no version")
+	}
+	return v, nil
+}
+
+// pathWith returns the process's PATH with bin's folder first, so that an
+// npm install's gemini (a Node script) finds the node installed beside it.
+func pathWith(bin string) string {
+	p := os.Getenv("PATH")
+	d := filepath.Dir(bin)
+	if p == "" {
+		return d
+	}
+	return d + string(os.PathListSeparator) + p
+}
+
+// tail returns the last n bytes of s, trimmed.
+func tail(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		s = "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+// preflight checks that the CLI a variant names is installed here.
+func preflight(raw json.RawMessage) error {
+	opts, err := decodeOptions(raw)
+	if err != nil {
+		return err
+	}
+	if _, err := exec.LookPath(opts.Command); err != nil {
+		return fmt.Errorf("the Gemini CLI (%s) is not installed on this machine: install it with npm install -g @google/gemini-cli, or set clientOptions.command to its path", opts.Command)
+	}
+	return nil
+}

@@ -1,0 +1,564 @@
+package geminicli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mst-eval/mst/client"
+	"github.com/mst-eval/mst/internal/proctree"
+	"github.com/mst-eval/mst/transcript"
+)
+
+// killGrace is how long a trial's process tree has between SIGTERM and
+// SIGKILL once the trial's context ends.
+const killGrace = 3 * time.Second
+
+type session struct {
+	params   client.OpenParams
+	opts     Options
+	bin      string
+	dir      string // the session folder; removed at Close
+	model    string
+	settings []byte // every trial home's .gemini/settings.json
+	namer    *toolNamer
+	version  string
+	infos    []transcript.ServerInfo
+	// extraArgs are added to the command line, and onStart is told the
+	// CLI's process id; tests use them.
+	extraArgs []string
+	onStart   func(pid int)
+
+	closeOnce sync.Once
+}
+
+// env is the CLI's environment: a minimal one, then the variant's values,
+// then what the client sets. home is the CLI's home (HOME, and USERPROFILE
+// for Windows) and tmp its temporary folder, where it writes its error
+// reports.
+func (s *session) env(home, tmp string) []string {
+	m := map[string]string{"PATH": pathWith(s.bin)}
+	for _, k := range platformEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			m[k] = v
+		}
+	}
+	for k, v := range s.params.Env {
+		m[k] = v
+	}
+	m["HOME"], m["USERPROFILE"], m["TMPDIR"] = home, home, tmp
+	m["GEMINI_CLI_TRUST_WORKSPACE"] = "true"
+	if s.opts.BaseURL != "" {
+		m["GOOGLE_GEMINI_BASE_URL"] = s.opts.BaseURL
+	}
+	env := make([]string, 0, len(m))
+	for k, v := range m {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+// Reset has nothing to do: every trial runs a fresh CLI in a fresh home.
+func (s *session) Reset(context.Context) error { return nil }
+
+// Close removes the session folder.
+func (s *session) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		if s.dir != "" {
+			err = os.RemoveAll(s.dir)
+		}
+	})
+	return err
+}
+
+// args is the CLI's command line for one trial. It never carries a key.
+func (s *session) args(prompt string) []string {
+	args := []string{"--output-format", "stream-json", "-m", s.model, "--yolo"}
+	args = append(args, s.extraArgs...)
+	return append(args, "-p", prompt)
+}
+
+// Run runs one trial: gemini -p in a fresh home and folder of its own, read
+// into the transcript as its events arrive.
+func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error) {
+	tdir, err := os.MkdirTemp(s.dir, "trial-")
+	if err != nil {
+		return client.Result{}, fmt.Errorf("gemini-cli: creating the trial folder: %w", err)
+	}
+	defer os.RemoveAll(tdir)
+	home, work, tmp := filepath.Join(tdir, "home"), filepath.Join(tdir, "work"), filepath.Join(tdir, "tmp")
+	for _, d := range []string{filepath.Join(home, ".gemini"), work, tmp} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return client.Result{}, fmt.Errorf("gemini-cli: creating the trial folder: %w", err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), s.settings, 0o600); err != nil {
+		return client.Result{}, fmt.Errorf("gemini-cli: writing settings.json: %w", err)
+	}
+	// The CLI's debug log is where it names an MCP server that failed;
+	// without --debug it prints only "MCP issues detected".
+	debugLog := filepath.Join(tdir, "debug.log")
+
+	cmd := exec.Command(s.bin, s.args(t.Prompt)...)
+	cmd.Dir = work
+	cmd.Env = append(s.env(home, tmp), "GEMINI_DEBUG_LOG_FILE="+debugLog)
+	cmd.Stdin = nil // /dev/null
+	stderr := &tailBuffer{max: 16 << 10}
+	// The CLI's hint that an MCP server failed prompts a look at the debug
+	// log at once, before the CLI goes on to call the model without it.
+	poke := make(chan struct{}, 1)
+	cmd.Stderr = &hintWriter{w: stderr, hint: []byte(mcpHint), poke: poke}
+	cmd.WaitDelay = 2 * killGrace
+	proctree.Group(cmd)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return client.Result{}, fmt.Errorf("gemini-cli: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return client.Result{}, fmt.Errorf("gemini-cli: starting %s: %w", s.bin, err)
+	}
+	if s.onStart != nil {
+		s.onStart(cmd.Process.Pid)
+	}
+	tree := proctree.Of(cmd)
+
+	// stop ends the whole process tree: SIGTERM, then SIGKILL after
+	// killGrace. It is called when ctx ends, maxActions is reached or a
+	// server failed to start.
+	var stopOnce sync.Once
+	stop := func() {
+		stopOnce.Do(func() {
+			go func() {
+				tree.Signal(syscall.SIGTERM)
+				time.Sleep(killGrace)
+				tree.Signal(syscall.SIGKILL)
+			}()
+		})
+	}
+	watch := &mcpWatch{path: debugLog}
+	var serverFailed string
+	var failMu sync.Mutex
+	done := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		// Servers the CLI starts are remembered as they appear, so they
+		// can be stopped even if they leave its process group; and the
+		// debug log is read for a server that failed to start.
+		scan := time.NewTicker(250 * time.Millisecond)
+		defer scan.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				stop()
+				return
+			case <-done:
+				return
+			case <-poke:
+				if msg := watch.check(); msg != "" {
+					failMu.Lock()
+					serverFailed = msg
+					failMu.Unlock()
+					stop()
+					return
+				}
+			case <-scan.C:
+				tree.Scan()
+				if msg := watch.check(); msg != "" {
+					failMu.Lock()
+					serverFailed = msg
+					failMu.Unlock()
+					stop()
+					return
+				}
+			}
+		}
+	}()
+
+	p := newParser(t.Prompt, s.opts.MaxActions, s.namer)
+	r := bufio.NewReaderSize(stdout, 64<<10)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			p.line(line, time.Now().UTC())
+			if p.overLimit && !p.stopped {
+				p.stopped = true
+				stop()
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	waitErr := cmd.Wait()
+	close(done)
+	<-watched
+	// Whatever the CLI left behind (a server it started) goes with it.
+	tree.Signal(syscall.SIGKILL)
+
+	failMu.Lock()
+	failed := serverFailed
+	failMu.Unlock()
+	if failed == "" && ctx.Err() == nil {
+		// The CLI may have gone on without the server and ended before
+		// the watcher's next look.
+		failed = watch.check()
+	}
+
+	res := p.result()
+	res.Servers = s.infos
+	res.ClientVersion = s.version
+	res.Outcome = s.outcome(ctx, p, failed, waitErr, stderr.String())
+	return res, nil
+}
+
+// outcome decides how the trial ended, in order: the trial's context, the
+// maxActions limit, a server that did not start, an API error, any other
+// failure of the CLI, and then the answer.
+func (s *session) outcome(ctx context.Context, p *parser, serverFailed string, waitErr error, stderr string) transcript.Outcome {
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return transcript.Outcome{Status: transcript.TimedOut, Detail: "the trial's timeout passed while gemini ran"}
+	case ctx.Err() != nil:
+		return transcript.Outcome{Status: transcript.Cancelled, Detail: ctx.Err().Error()}
+	case p.overLimit:
+		return transcript.Outcome{Status: transcript.NoAnswer, Detail: fmt.Sprintf("maxActions (%d) reached: the model asked for another tool call", s.opts.MaxActions)}
+	case serverFailed != "":
+		return transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseServer, Detail: "an MCP server failed to start: " + serverFailed}
+	case p.resultError != "" && (strings.Contains(p.resultError, "API Error") || strings.Contains(stderr, "Error when talking to Gemini API")):
+		return transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseProvider, Detail: p.resultError}
+	case p.resultError != "":
+		return transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseClient, Detail: "gemini failed: " + p.resultError}
+	case waitErr != nil:
+		detail := "gemini failed: " + waitErr.Error()
+		if len(p.errors) > 0 {
+			detail += ": " + strings.Join(p.errors, "; ")
+		}
+		if t := stderrSummary(stderr); t != "" {
+			detail += ": " + t
+		}
+		return transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseClient, Detail: detail}
+	case !p.sawResult:
+		detail := "gemini ended without a result event"
+		if t := stderrSummary(stderr); t != "" {
+			detail += "; its stderr says: " + t
+		}
+		return transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseClient, Detail: detail}
+	case strings.TrimSpace(p.answer()) == "":
+		return transcript.Outcome{Status: transcript.NoAnswer, Detail: "gemini ended its turn without an answer"}
+	}
+	return transcript.Outcome{Status: transcript.Answered}
+}
+
+// stderrSummary is what the CLI's stderr says about a failure: for a
+// command-line error, the complaint before the usage text it prints after
+// it; otherwise the stderr's last 2000 bytes.
+func stderrSummary(stderr string) string {
+	if i := strings.Index(stderr, "Usage: gemini"); i > 0 {
+		if head := strings.TrimSpace(stderr[:i]); head != "" {
+			return tail(head, 2000)
+		}
+	}
+	return tail(stderr, 2000)
+}
+
+// mcpFailedRE finds, in the CLI's debug log, an MCP server that could not
+// be started or connected, and why.
+var mcpFailedRE = regexp.MustCompile(`\[MCP error\] (?:Error during discovery for MCP server|Error connecting to MCP server|Fatal error ensuring MCP server) '([^']*)'(?: is connected)?:\s*([^\n]*)`)
+
+// mcpWatch reads the CLI's debug log as it grows.
+type mcpWatch struct {
+	path   string
+	offset int64
+	buf    []byte
+}
+
+// check reads what the log gained and returns "SERVER: why" for the first
+// server that failed, or "".
+func (w *mcpWatch) check() string {
+	f, err := os.Open(w.path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if _, err := f.Seek(w.offset, io.SeekStart); err != nil {
+		return ""
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 4<<20))
+	if err != nil || len(b) == 0 {
+		return ""
+	}
+	w.offset += int64(len(b))
+	w.buf = append(w.buf, b...)
+	// Keep only complete lines for later, bounded.
+	text := w.buf
+	if i := bytes.LastIndexByte(w.buf, '\n'); i >= 0 {
+		text, w.buf = w.buf[:i+1], append([]byte(nil), w.buf[i+1:]...)
+	} else {
+		text = nil
+		if len(w.buf) > 1<<20 {
+			w.buf = nil
+		}
+	}
+	if m := mcpFailedRE.FindSubmatch(text); m != nil {
+		why := strings.TrimSpace(string(m[2]))
+		// The message repeats itself after the error's name.
+		if i := strings.Index(why, " Error: "); i > 0 {
+			why = why[:i]
+		}
+		return fmt.Sprintf("%s: %s", m[1], why)
+	}
+	return ""
+}
+
+// event is one line of gemini --output-format stream-json.
+type event struct {
+	Type       string          `json:"type"`
+	SessionID  string          `json:"session_id"`
+	Model      string          `json:"model"`
+	Role       string          `json:"role"`
+	Content    string          `json:"content"`
+	Delta      bool            `json:"delta"`
+	ToolName   string          `json:"tool_name"`
+	ToolID     string          `json:"tool_id"`
+	Parameters json.RawMessage `json:"parameters"`
+	Status     string          `json:"status"`
+	Output     string          `json:"output"`
+	Severity   string          `json:"severity"`
+	Message    string          `json:"message"`
+	Error      *struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+	Stats *struct {
+		InputTokens  int64   `json:"input_tokens"`
+		OutputTokens int64   `json:"output_tokens"`
+		Cached       int64   `json:"cached"`
+		DurationMs   float64 `json:"duration_ms"`
+		ToolCalls    int     `json:"tool_calls"`
+	} `json:"stats"`
+}
+
+// parser reads the event stream into a result.
+type parser struct {
+	maxActions  int
+	namer       *toolNamer
+	messages    []transcript.Message
+	calls       []transcript.ToolCall
+	callIndex   map[string]int
+	usage       transcript.Usage
+	sessionID   string
+	warnings    []string
+	errors      []string
+	resultError string
+	sawResult   bool
+	durationMs  float64
+	unparsed    int
+	actions     int
+	overLimit   bool
+	stopped     bool
+}
+
+func newParser(prompt string, maxActions int, namer *toolNamer) *parser {
+	if namer == nil {
+		namer = newToolNamer(nil)
+	}
+	return &parser{
+		maxActions: maxActions,
+		namer:      namer,
+		messages:   []transcript.Message{{Role: "user", Text: prompt}},
+		callIndex:  map[string]int{},
+	}
+}
+
+// line reads one event that arrived at now.
+func (p *parser) line(b []byte, now time.Time) {
+	var e event
+	if err := json.Unmarshal(bytes.TrimSpace(b), &e); err != nil || e.Type == "" {
+		p.unparsed++
+		return
+	}
+	switch e.Type {
+	case "init":
+		p.sessionID = e.SessionID
+	case "message":
+		if e.Role != "assistant" {
+			return
+		}
+		// Deltas of one model turn go to one message, until a tool
+		// result starts the next turn.
+		last := &p.messages[len(p.messages)-1]
+		if last.Role == "assistant" {
+			last.Text += e.Content
+		} else {
+			p.messages = append(p.messages, transcript.Message{Role: "assistant", Text: e.Content})
+		}
+	case "tool_use":
+		p.toolUse(e, now)
+	case "tool_result":
+		p.toolResult(e, now)
+	case "error":
+		if e.Severity == "warning" {
+			p.warnings = append(p.warnings, e.Message)
+		} else {
+			p.errors = append(p.errors, e.Message)
+		}
+	case "result":
+		p.sawResult = true
+		if e.Stats != nil {
+			p.usage.Add(transcript.Usage{InputTokens: e.Stats.InputTokens, OutputTokens: e.Stats.OutputTokens, CachedTokens: e.Stats.Cached})
+			p.durationMs = e.Stats.DurationMs
+		}
+		if e.Status != "success" {
+			msg := "the CLI reported status " + e.Status
+			if e.Error != nil && e.Error.Message != "" {
+				msg = e.Error.Message
+			}
+			p.resultError = msg
+		}
+	}
+}
+
+func (p *parser) toolUse(e event, now time.Time) {
+	if _, seen := p.callIndex[e.ToolID]; seen {
+		return
+	}
+	p.actions++
+	if p.maxActions > 0 && p.actions > p.maxActions {
+		p.overLimit = true
+		return
+	}
+	args := e.Parameters
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage(`{}`)
+	}
+	server, tool := p.namer.name(e.ToolName)
+	p.calls = append(p.calls, transcript.ToolCall{ID: e.ToolID, Server: server, Tool: tool, Arguments: args, Started: now})
+	p.callIndex[e.ToolID] = len(p.calls) - 1
+	// The call belongs to the assistant turn that made it.
+	if last := &p.messages[len(p.messages)-1]; last.Role == "assistant" {
+		last.ToolCalls = append(last.ToolCalls, e.ToolID)
+	} else {
+		p.messages = append(p.messages, transcript.Message{Role: "assistant", ToolCalls: []string{e.ToolID}})
+	}
+}
+
+func (p *parser) toolResult(e event, now time.Time) {
+	i, ok := p.callIndex[e.ToolID]
+	if !ok {
+		return // a call past maxActions, or one never announced
+	}
+	c := &p.calls[i]
+	c.DurationMs = float64(now.Sub(c.Started).Microseconds()) / 1000
+	c.Result = e.Output
+	c.IsError = e.Status != "success"
+	// An MCP tool's own error result is a result; anything else (an
+	// unknown tool, a refused or failed call) is the call failing.
+	if c.IsError && e.Error != nil && e.Error.Type != "mcp_tool_error" {
+		c.Error = e.Error.Message
+		if c.Error == "" {
+			c.Error = e.Error.Type
+		}
+	}
+	text := c.Result
+	if c.Error != "" {
+		text = "error: " + c.Error
+	}
+	p.messages = append(p.messages, transcript.Message{Role: "tool", Text: text, ToolCall: e.ToolID})
+}
+
+// answer is the text of the model's last turn, if it came after every tool
+// result.
+func (p *parser) answer() string {
+	if last := p.messages[len(p.messages)-1]; last.Role == "assistant" && len(p.messages) > 1 {
+		return last.Text
+	}
+	return ""
+}
+
+// result returns what the stream said so far; Run adds the outcome.
+func (p *parser) result() client.Result {
+	tel := map[string]any{}
+	if p.sessionID != "" {
+		tel["sessionId"] = p.sessionID
+	}
+	if p.durationMs > 0 {
+		tel["durationMs"] = p.durationMs
+	}
+	if len(p.warnings) > 0 {
+		tel["warnings"] = append([]string(nil), p.warnings...)
+	}
+	if len(p.errors) > 0 {
+		tel["errors"] = append([]string(nil), p.errors...)
+	}
+	if p.unparsed > 0 {
+		tel["unparsedLines"] = p.unparsed
+	}
+	return client.Result{
+		Messages:        p.messages,
+		ToolCalls:       p.calls,
+		Answer:          p.answer(),
+		Usage:           p.usage,
+		ClientTelemetry: tel,
+	}
+}
+
+// mcpHint is what the CLI prints on stderr when an MCP server reported an
+// error or a warning; the debug log says which and why.
+const mcpHint = "MCP issues detected"
+
+// hintWriter passes writes on to w and pokes when one holds hint. A hint
+// split across two writes is left to the periodic look.
+type hintWriter struct {
+	w    io.Writer
+	hint []byte
+	poke chan struct{}
+}
+
+func (h *hintWriter) Write(p []byte) (int, error) {
+	if bytes.Contains(p, h.hint) {
+		select {
+		case h.poke <- struct{}{}:
+		default:
+		}
+	}
+	return h.w.Write(p)
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+var _ io.Writer = (*tailBuffer)(nil)
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append([]byte(nil), t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}

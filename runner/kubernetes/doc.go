@@ -1,0 +1,49 @@
+// Package kubernetes is the kubernetes runner: each shard of a run gets a
+// pod of its own in a namespace the user names, reached through the
+// kubectl command (with the user's kubeconfig and context, or the ones the
+// kubeconfig and context options name).
+//
+// # Contract
+//
+// The runner needs kubectl on PATH, a cluster it can reach, and the right
+// to create, get, delete and exec into pods in the namespace. The worker
+// image must hold this MST version at the path the mst option gives
+// (/mst by default) and must be pullable by the cluster's nodes: the image
+// `mst runner setup docker` builds (mst-worker:<version>) is only on the
+// local Docker host, so a real cluster needs it pushed to a registry
+// (--runner-option image=REF) or loaded into the nodes (kind load,
+// minikube image load). Copies run tar inside the pod, and stopping a
+// cancelled command runs env there, so the image needs both (a busybox is
+// enough); the FROM-scratch image has neither, which is why the tar and env
+// options exist (see docs/kubernetes.md).
+//
+// # Lifecycle
+//
+// New checks the options and that kubectl answers for the namespace.
+// RunShard runs one shard through runner.MachineRunner:
+//
+//  1. kubectl create -f - makes a pod named mst-<run>-<shard>, labelled
+//     mst.run, mst.shard and mst.version, whose one container runs mst's
+//     hidden `runner idle` with no privilege escalation, an in-memory
+//     emptyDir at /run/mst (the worker's tokens) and emptyDirs at the work
+//     folder and /tmp; kubectl wait then waits for it to be Ready, and mst
+//     version run in it must print the coordinator's version;
+//  2. the bundle is copied to WORK/bundle as a tar stream piped into tar
+//     through kubectl exec -i;
+//  3. the worker runs as kubectl exec -i … mst collect, its stdin and
+//     stdout carrying mst.shard/v1;
+//  4. each transcript is copied back through tar the same way;
+//  5. kubectl delete pod removes the pod, unless keep says to keep it.
+//
+// Close has nothing to release. Leftovers lists the pods carrying an
+// mst.run label in the namespace, and Remove deletes one, for
+// `mst runner cleanup RUN`.
+//
+// # Stopping a command
+//
+// Killing kubectl does not stop the command it started in the pod. When
+// the env option names an env program in the image, Exec starts each
+// command as `env MST_EXEC=<marker> argv…`, and when its context ends it
+// runs `mst runner stop-exec MARKER` in the pod, as the docker runner does.
+// Without it, the command is left to end with its stdin or with the pod.
+package kubernetes

@@ -1,0 +1,171 @@
+package kubernetes
+
+import (
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// podSpec says which pod to create for a shard.
+type podSpec struct {
+	run     string
+	shard   int
+	attempt int
+	// suffix, when set, is added to the name because a kept pod of an
+	// earlier attempt holds it.
+	suffix string
+}
+
+var notNameChar = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// podName is mst-<run>-<shard>, with -a<attempt> on resumed runs and the
+// suffix when there is one, lower-cased, with every run of characters a
+// pod name cannot hold replaced by '-', and cut to 63 characters (a pod's
+// hostname is its name) keeping its end, which tells shards apart.
+func podName(spec podSpec) string {
+	tail := "-" + strconv.Itoa(spec.shard)
+	if spec.attempt > 1 {
+		tail += "-a" + strconv.Itoa(spec.attempt)
+	}
+	if spec.suffix != "" {
+		tail += "-" + spec.suffix
+	}
+	head := "mst-" + strings.Trim(notNameChar.ReplaceAllString(strings.ToLower(spec.run), "-"), "-")
+	if len(head)+len(tail) > 63 {
+		head = strings.TrimRight(head[:63-len(tail)], "-")
+	}
+	return head + tail
+}
+
+var notLabelChar = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+// labelValue makes s a valid label value: characters a label cannot hold
+// become '-', it is cut to 63 characters, and it starts and ends with a
+// letter or digit. LabelRun's value goes through it both when a pod is
+// created and when Leftovers looks for a run's pods, so the two agree.
+func labelValue(s string) string {
+	v := notLabelChar.ReplaceAllString(s, "-")
+	if len(v) > 63 {
+		v = v[:63]
+	}
+	return strings.TrimFunc(v, func(r rune) bool { return r == '-' || r == '_' || r == '.' })
+}
+
+// Names of the pod's volumes.
+const (
+	volumeTokens = "mst-run"
+	volumeWork   = "work"
+	volumeTmp    = "tmp"
+)
+
+// TokensDir is where the pod mounts an in-memory emptyDir for the worker's
+// tokens.
+const TokensDir = "/run/mst"
+
+// manifest is a Pod with only the fields the runner sets. Field order
+// follows the Kubernetes documentation, so the JSON reads naturally.
+type manifest struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Metadata   metadata `json:"metadata"`
+	Spec       podBody  `json:"spec"`
+}
+
+type metadata struct {
+	Name        string            `json:"name"`
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+type podBody struct {
+	RestartPolicy                 string      `json:"restartPolicy"`
+	ServiceAccountName            string      `json:"serviceAccountName,omitempty"`
+	AutomountServiceAccountToken  bool        `json:"automountServiceAccountToken"`
+	TerminationGracePeriodSeconds int         `json:"terminationGracePeriodSeconds"`
+	Containers                    []container `json:"containers"`
+	Volumes                       []volume    `json:"volumes"`
+}
+
+type container struct {
+	Name            string          `json:"name"`
+	Image           string          `json:"image"`
+	Command         []string        `json:"command"`
+	Env             []envVar        `json:"env"`
+	SecurityContext securityContext `json:"securityContext"`
+	VolumeMounts    []volumeMount   `json:"volumeMounts"`
+}
+
+type envVar struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+type securityContext struct {
+	AllowPrivilegeEscalation bool `json:"allowPrivilegeEscalation"`
+}
+
+type volumeMount struct {
+	Name      string `json:"name"`
+	MountPath string `json:"mountPath"`
+}
+
+type volume struct {
+	Name     string   `json:"name"`
+	EmptyDir emptyDir `json:"emptyDir"`
+}
+
+type emptyDir struct {
+	Medium string `json:"medium,omitempty"`
+}
+
+// podManifest is the Pod, as JSON for kubectl create -f -, that runs one
+// shard's worker: named name, labelled with the run, shard and version,
+// its one container running `mst runner idle` from image with no privilege
+// escalation, an in-memory emptyDir at /run/mst for the tokens and
+// emptyDirs at the work folder and /tmp (HOME), never restarted, and with
+// no API token unless a service account is named.
+func podManifest(name string, spec podSpec, set settings, image, version string) []byte {
+	m := manifest{
+		APIVersion: "v1",
+		Kind:       "Pod",
+		Metadata: metadata{
+			Name: name,
+			Labels: map[string]string{
+				LabelRun:     labelValue(spec.run),
+				LabelShard:   strconv.Itoa(spec.shard),
+				LabelVersion: labelValue(version),
+			},
+			Annotations: map[string]string{AnnotationRun: spec.run},
+		},
+		Spec: podBody{
+			RestartPolicy:                 "Never",
+			ServiceAccountName:            set.serviceAccount,
+			AutomountServiceAccountToken:  set.serviceAccount != "",
+			TerminationGracePeriodSeconds: 10,
+			Containers: []container{{
+				Name:            ContainerName,
+				Image:           image,
+				Command:         []string{set.mst, "runner", "idle"},
+				Env:             []envVar{{Name: "HOME", Value: "/tmp"}},
+				SecurityContext: securityContext{AllowPrivilegeEscalation: false},
+				VolumeMounts: []volumeMount{
+					{Name: volumeTokens, MountPath: TokensDir},
+					{Name: volumeWork, MountPath: set.workDir},
+					{Name: volumeTmp, MountPath: "/tmp"},
+				},
+			}},
+			Volumes: []volume{
+				{Name: volumeTokens, EmptyDir: emptyDir{Medium: "Memory"}},
+				{Name: volumeWork},
+				{Name: volumeTmp},
+			},
+		},
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		// The manifest holds only strings, numbers and booleans.
+		panic(err)
+	}
+	return b
+}

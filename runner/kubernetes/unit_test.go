@@ -1,0 +1,297 @@
+package kubernetes
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mst-eval/mst/runner"
+)
+
+func TestParseSettings(t *testing.T) {
+	tests := []struct {
+		name    string
+		options map[string]string
+		want    settings
+		wantErr string
+	}{
+		{
+			name:    "defaults",
+			options: map[string]string{"namespace": "evals"},
+			want:    settings{namespace: "evals", mst: "/mst", workDir: "/work", podTimeout: 2 * time.Minute, tar: "tar"},
+		},
+		{
+			name: "every option",
+			options: map[string]string{
+				"namespace": "evals", "image": "reg.example/mst:2", "mst": "/usr/local/bin/mst", "context": "prod",
+				"kubeconfig": "/home/me/.kube/other", "serviceAccount": "mst-worker", "workDir": "/data/work/",
+				"podTimeout": "5m", "tar": "/bin/busybox-tar", "env": "/usr/bin/env",
+			},
+			want: settings{
+				namespace: "evals", image: "reg.example/mst:2", mst: "/usr/local/bin/mst", context: "prod",
+				kubeconfig: "/home/me/.kube/other", serviceAccount: "mst-worker", workDir: "/data/work",
+				podTimeout: 5 * time.Minute, tar: "/bin/busybox-tar", env: "/usr/bin/env",
+			},
+		},
+		{name: "no namespace", options: map[string]string{}, wantErr: "no namespace"},
+		{name: "bad namespace", options: map[string]string{"namespace": "Evals_1"}, wantErr: "namespace=Evals_1"},
+		{name: "bad account", options: map[string]string{"namespace": "e", "serviceAccount": "A B"}, wantErr: "serviceAccount=A B"},
+		{name: "relative mst", options: map[string]string{"namespace": "e", "mst": "mst"}, wantErr: "absolute paths"},
+		{name: "relative workDir", options: map[string]string{"namespace": "e", "workDir": "work"}, wantErr: "absolute paths"},
+		{name: "root workDir", options: map[string]string{"namespace": "e", "workDir": "/"}, wantErr: "cannot be the root"},
+		{name: "bad timeout", options: map[string]string{"namespace": "e", "podTimeout": "soon"}, wantErr: "podTimeout=soon"},
+		{name: "zero timeout", options: map[string]string{"namespace": "e", "podTimeout": "0s"}, wantErr: "podTimeout=0s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseSettings(tt.options)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("parseSettings(%v) = %v, want an error with %q", tt.options, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parseSettings(%v) = %v", tt.options, err)
+			}
+			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(settings{})); diff != "" {
+				t.Errorf("parseSettings(%v) (-want +got):\n%s", tt.options, diff)
+			}
+		})
+	}
+}
+
+func TestDefinition(t *testing.T) {
+	d := Definition()
+	if d.Name != "kubernetes" || d.OS != "linux" || d.MaxShards != MaxShards || d.New == nil || d.Leftovers == nil || d.Remove == nil {
+		t.Errorf("Definition() = %+v", d)
+	}
+	var schema struct {
+		Required   []string                   `json:"required"`
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal(d.Options, &schema); err != nil {
+		t.Fatalf("the options schema is not JSON: %v", err)
+	}
+	var names []string
+	for n := range schema.Properties {
+		names = append(names, n)
+	}
+	want := []string{OptionContext, OptionEnv, OptionImage, OptionKubeconfig, OptionMST, OptionNamespace, OptionPodTimeout, OptionServiceAccount, OptionTar, OptionWorkDir}
+	sort.Strings(names)
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("options in the schema (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"namespace"}, schema.Required); diff != "" {
+		t.Errorf("required options (-want +got):\n%s", diff)
+	}
+}
+
+func TestPodName(t *testing.T) {
+	tests := []struct {
+		spec podSpec
+		want string
+	}{
+		{podSpec{run: "20261130-075300-ab12", shard: 0, attempt: 1}, "mst-20261130-075300-ab12-0"},
+		{podSpec{run: "Run_With.Odd Chars", shard: 3, attempt: 2}, "mst-run-with-odd-chars-3-a2"},
+		{podSpec{run: "r", shard: 1, attempt: 1, suffix: "a1b2c3"}, "mst-r-1-a1b2c3"},
+		{podSpec{run: strings.Repeat("x", 80), shard: 12, attempt: 1}, "mst-" + strings.Repeat("x", 56) + "-12"},
+	}
+	for _, tt := range tests {
+		if got := podName(tt.spec); got != tt.want {
+			t.Errorf("podName(%+v) = %q, want %q", tt.spec, got, tt.want)
+		}
+		if got := podName(tt.spec); len(got) > 63 {
+			t.Errorf("podName(%+v) has %d characters, more than 63", tt.spec, len(got))
+		}
+	}
+}
+
+func TestLabelValue(t *testing.T) {
+	tests := map[string]string{
+		"20261130-075300-ab12":  "20261130-075300-ab12",
+		"0.0.0-dockertest":      "0.0.0-dockertest",
+		"v2.0.0+build/7":        "v2.0.0-build-7",
+		"-odd-":                 "odd",
+		"":                      "",
+		strings.Repeat("a", 70): strings.Repeat("a", 63),
+	}
+	for in, want := range tests {
+		if got := labelValue(in); got != want {
+			t.Errorf("labelValue(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestPodManifest(t *testing.T) {
+	base := settings{namespace: "evals", mst: "/mst", workDir: "/work", podTimeout: time.Minute, tar: "tar"}
+	withAccount := base
+	withAccount.serviceAccount, withAccount.mst, withAccount.workDir = "runner-sa", "/opt/mst", "/data"
+	pod := func(name, image, mst, work, run, shard, version string, extra map[string]any) map[string]any {
+		spec := map[string]any{
+			"restartPolicy":                 "Never",
+			"automountServiceAccountToken":  false,
+			"terminationGracePeriodSeconds": float64(10),
+			"containers": []any{map[string]any{
+				"name":            "worker",
+				"image":           image,
+				"command":         []any{mst, "runner", "idle"},
+				"env":             []any{map[string]any{"name": "HOME", "value": "/tmp"}},
+				"securityContext": map[string]any{"allowPrivilegeEscalation": false},
+				"volumeMounts": []any{
+					map[string]any{"name": "mst-run", "mountPath": "/run/mst"},
+					map[string]any{"name": "work", "mountPath": work},
+					map[string]any{"name": "tmp", "mountPath": "/tmp"},
+				},
+			}},
+			"volumes": []any{
+				map[string]any{"name": "mst-run", "emptyDir": map[string]any{"medium": "Memory"}},
+				map[string]any{"name": "work", "emptyDir": map[string]any{}},
+				map[string]any{"name": "tmp", "emptyDir": map[string]any{}},
+			},
+		}
+		for k, v := range extra {
+			spec[k] = v
+		}
+		return map[string]any{
+			"apiVersion": "v1",
+			"kind":       "Pod",
+			"metadata": map[string]any{
+				"name":        name,
+				"labels":      map[string]any{"mst.run": run, "mst.shard": shard, "mst.version": version},
+				"annotations": map[string]any{"mst.run": run},
+			},
+			"spec": spec,
+		}
+	}
+	tests := []struct {
+		name    string
+		spec    podSpec
+		set     settings
+		image   string
+		version string
+		want    map[string]any
+	}{
+		{
+			name: "defaults", spec: podSpec{run: "r1", shard: 2, attempt: 1}, set: base,
+			image: "mst-worker:1.2.3", version: "1.2.3",
+			want: pod("mst-r1-2", "mst-worker:1.2.3", "/mst", "/work", "r1", "2", "1.2.3", nil),
+		},
+		{
+			name: "service account", spec: podSpec{run: "r2", shard: 0, attempt: 1}, set: withAccount,
+			image: "reg.example/w:1", version: "1.2.3",
+			want: pod("mst-r2-0", "reg.example/w:1", "/opt/mst", "/data", "r2", "0", "1.2.3",
+				map[string]any{"serviceAccountName": "runner-sa", "automountServiceAccountToken": true}),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := podManifest(podName(tt.spec), tt.spec, tt.set, tt.image, tt.version)
+			var got map[string]any
+			if err := json.Unmarshal(b, &got); err != nil {
+				t.Fatalf("the manifest is not JSON: %v\n%s", err, b)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("podManifest (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestKubectlArgs(t *testing.T) {
+	plain := &kubectl{bin: "kubectl", set: settings{namespace: "evals", mst: "/mst", tar: "tar"}}
+	full := &kubectl{bin: "kubectl", set: settings{namespace: "evals", context: "kind-mst", kubeconfig: "/k/config", mst: "/mst", tar: "tar", env: "/bin/env"}}
+	tests := []struct {
+		name string
+		got  []string
+		want []string
+	}{
+		{"create", plain.createArgs(), []string{"--namespace", "evals", "create", "--filename", "-", "--output", "name"}},
+		{"create with context", full.createArgs(), []string{"--kubeconfig", "/k/config", "--context", "kind-mst", "--namespace", "evals", "create", "--filename", "-", "--output", "name"}},
+		{"wait", plain.waitArgs("mst-r-0", 90*time.Second), []string{"--namespace", "evals", "wait", "--for=condition=Ready", "pod/mst-r-0", "--timeout=1m30s"}},
+		{"exec with stdin", plain.execArgs("mst-r-0", true, "/mst", "collect", "--bundle", "/work/bundle"),
+			[]string{"--namespace", "evals", "exec", "--stdin", "mst-r-0", "--container", "worker", "--", "/mst", "collect", "--bundle", "/work/bundle"}},
+		{"exec without stdin", full.execArgs("mst-r-0", false, "/mst", "version"),
+			[]string{"--kubeconfig", "/k/config", "--context", "kind-mst", "--namespace", "evals", "exec", "mst-r-0", "--container", "worker", "--", "/mst", "version"}},
+		{"delete", plain.deleteArgs("mst-r-0"), []string{"--namespace", "evals", "delete", "pod", "mst-r-0", "--wait=false", "--ignore-not-found"}},
+		{"list a run", plain.listArgs("r 1"), []string{"--namespace", "evals", "get", "pods", "--selector", "mst.run=r-1", "--output", "json"}},
+		{"list every run", plain.listArgs(""), []string{"--namespace", "evals", "get", "pods", "--selector", "mst.run", "--output", "json"}},
+		{"command", commandArgv(plain.set, "m1", []string{"sh", "-c", "x"}), []string{"sh", "-c", "x"}},
+		{"marked command", commandArgv(full.set, "m1", []string{"sh", "-c", "x"}), []string{"/bin/env", "MST_EXEC=m1", "sh", "-c", "x"}},
+		{"untar", untarArgv(plain.set), []string{"tar", "-x", "-f", "-", "-C", "/"}},
+		{"tar a file", tarArgv(plain.set, "/work/results/t/c.json"), []string{"tar", "-c", "-f", "-", "-C", "/work/results/t/", "c.json"}},
+		{"tar a folder", tarArgv(plain.set, "/work/results/"), []string{"tar", "-c", "-f", "-", "-C", "/work/", "results"}},
+		{"tar at the root", tarArgv(plain.set, "/work"), []string{"tar", "-c", "-f", "-", "-C", "/", "work"}},
+		{"short args", shortArgs(full.execArgs("p", true, "a", "b", "c")), []string{"exec", "--stdin", "p", "…"}},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, tt.got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}
+
+func TestParseLeftovers(t *testing.T) {
+	out := `{"items":[
+	  {"metadata":{"name":"mst-r2-1","labels":{"mst.run":"r2","mst.shard":"1"},"annotations":{"mst.run":"r2"},"creationTimestamp":"2026-11-30T07:00:00Z"},"status":{"phase":"Running"}},
+	  {"metadata":{"name":"mst-r1-0","labels":{"mst.run":"r1","mst.shard":"0"},"creationTimestamp":"2026-11-30T06:00:00Z"},"status":{"phase":"Failed"}}
+	]}`
+	got, err := parseLeftovers([]byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []runner.Leftover{
+		{ID: "mst-r1-0", Run: "r1", Shard: 0, Detail: "Failed, created 2026-11-30T06:00:00Z"},
+		{ID: "mst-r2-1", Run: "r2", Shard: 1, Detail: "Running, created 2026-11-30T07:00:00Z"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("parseLeftovers (-want +got):\n%s", diff)
+	}
+	if _, err := parseLeftovers([]byte("not json")); err == nil {
+		t.Error("parseLeftovers(not json) = nil error")
+	}
+}
+
+func TestTarRoundTrip(t *testing.T) {
+	src := t.TempDir()
+	files := map[string]string{"bundle.json": "{}", "a/b.txt": "b", "a/c/d": "\x00\xff"}
+	for name, body := range files {
+		p := filepath.Join(src, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var buf bytes.Buffer
+	if err := writeTar(&buf, src, "work/bundle"); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "out")
+	if err := readTar(&buf, dst); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	filepath.WalkDir(dst, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			b, _ := os.ReadFile(p)
+			rel, _ := filepath.Rel(dst, p)
+			got[filepath.ToSlash(rel)] = string(b)
+		}
+		return err
+	})
+	if diff := cmp.Diff(files, got); diff != "" {
+		t.Errorf("after writeTar and readTar (-want +got):\n%s", diff)
+	}
+	if err := readTar(bytes.NewReader(nil), filepath.Join(t.TempDir(), "x")); err == nil {
+		t.Error("readTar of an empty stream = nil error")
+	}
+}
