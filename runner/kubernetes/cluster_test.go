@@ -49,7 +49,11 @@ var built struct {
 func needCluster(t *testing.T) string {
 	t.Helper()
 	if os.Getenv("MST_KUBERNETES") != "1" {
-		t.Skip("no Kubernetes cluster to test with: run scripts/k8s start, export the KUBECONFIG it prints, and set MST_KUBERNETES=1")
+		msg := "no Kubernetes cluster to test with: run scripts/k8s start, export the KUBECONFIG it prints, and set MST_KUBERNETES=1 (scripts/test does all this)"
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
 	}
 	built.once.Do(func() {
 		if built.dir, built.err = os.MkdirTemp("", "mst-k8s-test-"); built.err != nil {
