@@ -208,7 +208,7 @@ func (c *container) CopyTo(ctx context.Context, localDir, remoteDir string) erro
 	}
 	pr, pw := io.Pipe()
 	go func() {
-		pw.CloseWithError(writeTar(pw, localDir, strings.TrimPrefix(path.Clean(remoteDir), "/")))
+		pw.CloseWithError(runner.WriteTar(pw, localDir, strings.TrimPrefix(path.Clean(remoteDir), "/")))
 	}()
 	// docker cp - extracts a tar read from stdin into a folder that must
 	// exist: the root, with the entries named from it.
@@ -236,7 +236,7 @@ func (c *container) CopyFrom(ctx context.Context, remotePath, localPath string) 
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("copying %s:%s: %w", c.name, remotePath, err)
 	}
-	terr := readTar(out, localPath)
+	terr := runner.ReadTar(out, localPath)
 	if terr != nil {
 		// Drain, so the CLI can end.
 		io.Copy(io.Discard, out)

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"github.com/mst-eval/mst/runner"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -36,7 +37,7 @@ func TestTarRoundTrip(t *testing.T) {
 	// folder; docker cp CONTAINER:/work/copied - names them from the
 	// folder's own name. The two differ only by the leading folders.
 	var packed bytes.Buffer
-	if err := writeTar(&packed, src, "work/copied"); err != nil {
+	if err := runner.WriteTar(&packed, src, "work/copied"); err != nil {
 		t.Fatal(err)
 	}
 	var names []string
@@ -64,7 +65,7 @@ func TestTarRoundTrip(t *testing.T) {
 	}
 
 	dst := filepath.Join(t.TempDir(), "back")
-	if err := readTar(&asDockerGives, dst); err != nil {
+	if err := runner.ReadTar(&asDockerGives, dst); err != nil {
 		t.Fatalf("readTar = %v", err)
 	}
 	if diff := cmp.Diff(files, readFiles(t, dst)); diff != "" {
@@ -81,7 +82,7 @@ func TestReadTarOneFileOverAnOlderCopy(t *testing.T) {
 	os.MkdirAll(filepath.Dir(dst), 0o755)
 	os.WriteFile(dst, []byte("an older, longer copy"), 0o644)
 	stream := tarOf(t, map[string]string{"c.t1.json": `{"ok":true}`})
-	if err := readTar(stream, dst); err != nil {
+	if err := runner.ReadTar(stream, dst); err != nil {
 		t.Fatalf("readTar = %v", err)
 	}
 	if b, _ := os.ReadFile(dst); string(b) != `{"ok":true}` {
@@ -103,7 +104,7 @@ func TestReadTarRefusesEscapes(t *testing.T) {
 		tw.WriteHeader(&tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: 1})
 		tw.Write([]byte("x"))
 		tw.Close()
-		if err := readTar(&buf, filepath.Join(dir, "copied")); err == nil {
+		if err := runner.ReadTar(&buf, filepath.Join(dir, "copied")); err == nil {
 			t.Errorf("readTar of an entry %q = nil, want an error", name)
 		}
 		if _, err := os.Stat(filepath.Join(filepath.Dir(dir), "evil")); err == nil {

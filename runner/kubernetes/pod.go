@@ -191,7 +191,7 @@ func (p *pod) CopyTo(ctx context.Context, localDir, remoteDir string) error {
 	}
 	pr, pw := io.Pipe()
 	go func() {
-		pw.CloseWithError(writeTar(pw, localDir, strings.TrimPrefix(path.Clean(remoteDir), "/")))
+		pw.CloseWithError(runner.WriteTar(pw, localDir, strings.TrimPrefix(path.Clean(remoteDir), "/")))
 	}()
 	_, err := p.kubectl.run(ctx, pr, p.kubectl.execArgs(p.name, true, untarArgv(p.set)...)...)
 	pr.CloseWithError(io.ErrClosedPipe)
@@ -218,7 +218,7 @@ func (p *pod) CopyFrom(ctx context.Context, remotePath, localPath string) error 
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("copying %s:%s: %w", p.ID(), remotePath, err)
 	}
-	terr := readTar(out, localPath)
+	terr := runner.ReadTar(out, localPath)
 	if terr != nil {
 		// Drain, so kubectl can end.
 		io.Copy(io.Discard, out)

@@ -272,11 +272,11 @@ func TestTarRoundTrip(t *testing.T) {
 		}
 	}
 	var buf bytes.Buffer
-	if err := writeTar(&buf, src, "work/bundle"); err != nil {
+	if err := runner.WriteTar(&buf, src, "work/bundle"); err != nil {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "out")
-	if err := readTar(&buf, dst); err != nil {
+	if err := runner.ReadTar(&buf, dst); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]string{}
@@ -291,7 +291,7 @@ func TestTarRoundTrip(t *testing.T) {
 	if diff := cmp.Diff(files, got); diff != "" {
 		t.Errorf("after writeTar and readTar (-want +got):\n%s", diff)
 	}
-	if err := readTar(bytes.NewReader(nil), filepath.Join(t.TempDir(), "x")); err == nil {
+	if err := runner.ReadTar(bytes.NewReader(nil), filepath.Join(t.TempDir(), "x")); err == nil {
 		t.Error("readTar of an empty stream = nil error")
 	}
 }

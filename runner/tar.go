@@ -1,4 +1,4 @@
-package docker
+package runner
 
 import (
 	"archive/tar"
@@ -12,12 +12,12 @@ import (
 	"strings"
 )
 
-// writeTar writes the folder localDir as a tar stream whose entries sit
+// WriteTar writes the folder localDir as a tar stream whose entries sit
 // under prefix (a slash-separated path with no leading slash): the folder
 // itself is the entry prefix/, a file a/b.txt in it is prefix/a/b.txt. The
 // folders above prefix get no entry, so extracting the stream never changes
 // the owner or mode of a folder that exists already.
-func writeTar(w io.Writer, localDir, prefix string) error {
+func WriteTar(w io.Writer, localDir, prefix string) error {
 	tw := tar.NewWriter(w)
 	err := filepath.WalkDir(localDir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -69,13 +69,13 @@ func writeTar(w io.Writer, localDir, prefix string) error {
 	return tw.Close()
 }
 
-// readTar extracts a tar stream as docker cp CONTAINER:PATH - writes it, to
+// ReadTar extracts a tar stream as `docker cp CONTAINER:PATH -` and `tar -c -C DIR BASE` write it, to
 // localPath: the stream's first entry is PATH's last element (a file, or a
 // folder followed by its contents), and it becomes localPath. Regular files
 // and folders are extracted; links and devices are skipped. An entry whose
 // name would leave localPath is an error. Files are written under a
 // temporary name and renamed into place, over any older copy.
-func readTar(r io.Reader, localPath string) error {
+func ReadTar(r io.Reader, localPath string) error {
 	tr := tar.NewReader(r)
 	root := ""
 	seen := false
