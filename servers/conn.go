@@ -8,13 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mst-eval/mst/internal/tailbuf"
 	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -49,7 +49,7 @@ type Conn struct {
 	Implementation string
 
 	session *mcp.ClientSession
-	stderr  *tail
+	stderr  *tailbuf.Buffer
 }
 
 // Connect starts (stdio) or reaches (HTTP) the server, initializes an MCP
@@ -60,7 +60,7 @@ func Connect(ctx context.Context, s Server) (*Conn, error) {
 	if timeout <= 0 {
 		timeout = DefaultStartupTimeout
 	}
-	c := &Conn{Server: s, stderr: &tail{max: 4096}}
+	c := &Conn{Server: s, stderr: tailbuf.New(4096)}
 	transport, err := c.transport()
 	if err != nil {
 		return nil, fmt.Errorf("server %s: %w", s.Name, err)
@@ -291,27 +291,4 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Header.Set(k, v)
 	}
 	return h.base.RoundTrip(r)
-}
-
-// tail keeps the last max bytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > t.max {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
 }

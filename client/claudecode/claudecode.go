@@ -408,8 +408,5 @@ func preflight(raw json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	if _, err := exec.LookPath(opts.Command); err != nil {
-		return fmt.Errorf("the Claude Code CLI (%s) is not installed on this machine: install it with npm install -g @anthropic-ai/claude-code, or set clientOptions.command to its path", opts.Command)
-	}
-	return nil
+	return client.RequireCommand("the Claude Code CLI", opts.Command, "npm install -g @anthropic-ai/claude-code")
 }

@@ -1,6 +1,7 @@
 package claudecode
 
 import (
+	"github.com/mst-eval/mst/internal/tailbuf"
 	"syscall"
 
 	"bytes"
@@ -52,7 +53,7 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 	}
 
 	lines := &lineWriter{}
-	stderr := &tail{max: stderrTail}
+	stderr := tailbuf.New(stderrTail)
 	cmd := exec.Command(s.cli, s.args(t.Prompt)...)
 	cmd.Dir = work
 	cmd.Env = s.env(home)
@@ -190,27 +191,4 @@ func (w *lineWriter) take() []line {
 	}
 	w.lines, w.partial = nil, nil
 	return out
-}
-
-// tail keeps the last max bytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > t.max {
-		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
 }

@@ -274,8 +274,5 @@ func preflight(raw json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	if _, err := exec.LookPath(opts.Command); err != nil {
-		return fmt.Errorf("the Codex CLI (%s) is not installed on this machine: install it with npm install -g @openai/codex, or set clientOptions.command to its path", opts.Command)
-	}
-	return nil
+	return client.RequireCommand("the Codex CLI", opts.Command, "npm install -g @openai/codex")
 }

@@ -1,6 +1,7 @@
 package codexcli
 
 import (
+	"github.com/mst-eval/mst/internal/tailbuf"
 	"syscall"
 
 	"bufio"
@@ -10,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/mst-eval/mst/internal/proctree"
-	"io"
 	"os"
 	"os/exec"
 	"regexp"
@@ -92,7 +92,7 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 	cmd.Dir = cwd
 	cmd.Env = s.env()
 	cmd.Stdin = nil // /dev/null
-	stderr := &tailBuffer{max: 16 << 10}
+	stderr := tailbuf.New(16 << 10)
 	cmd.Stderr = stderr
 	cmd.WaitDelay = 2 * killGrace
 	proctree.Group(cmd)
@@ -426,29 +426,4 @@ func (p *parser) result() client.Result {
 		Usage:           p.usage,
 		ClientTelemetry: tel,
 	}
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-var _ io.Writer = (*tailBuffer)(nil)
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > t.max {
-		t.b = append([]byte(nil), t.b[len(t.b)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.b)
 }

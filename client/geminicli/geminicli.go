@@ -272,8 +272,5 @@ func preflight(raw json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	if _, err := exec.LookPath(opts.Command); err != nil {
-		return fmt.Errorf("the Gemini CLI (%s) is not installed on this machine: install it with npm install -g @google/gemini-cli, or set clientOptions.command to its path", opts.Command)
-	}
-	return nil
+	return client.RequireCommand("the Gemini CLI", opts.Command, "npm install -g @google/gemini-cli")
 }

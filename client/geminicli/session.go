@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mst-eval/mst/internal/tailbuf"
 	"io"
 	"os"
 	"os/exec"
@@ -116,7 +117,7 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 	cmd.Dir = work
 	cmd.Env = append(s.env(home, tmp), "GEMINI_DEBUG_LOG_FILE="+debugLog)
 	cmd.Stdin = nil // /dev/null
-	stderr := &tailBuffer{max: 16 << 10}
+	stderr := tailbuf.New(16 << 10)
 	// The CLI's hint that an MCP server failed prompts a look at the debug
 	// log at once, before the CLI goes on to call the model without it.
 	poke := make(chan struct{}, 1)
@@ -536,29 +537,4 @@ func (h *hintWriter) Write(p []byte) (int, error) {
 		}
 	}
 	return h.w.Write(p)
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-var _ io.Writer = (*tailBuffer)(nil)
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > t.max {
-		t.b = append([]byte(nil), t.b[len(t.b)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.b)
 }
