@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mst-eval/mst/client/cliproc"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,7 +52,7 @@ func Definition() *client.Definition {
 		ModelProviders: []string{"openai"},
 		Concurrent:     true,
 		CaseOverrides:  []string{"model", "clientOptions"},
-		Version:        installedVersion,
+		Version:        func() string { return cliproc.Installed(defaultCommand, "codex-cli") },
 		Preflight:      preflight,
 		Open:           Open,
 	}
@@ -203,7 +204,7 @@ func open(ctx context.Context, p client.OpenParams, bin string) (*session, error
 	}
 	vctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	v, err := version(vctx, bin, s.env())
+	v, err := cliproc.Version(vctx, bin, s.env(), "codex-cli")
 	if err != nil {
 		return s, fmt.Errorf("codex-cli: %s --version: %w", bin, err)
 	}
@@ -212,60 +213,6 @@ func open(ctx context.Context, p client.OpenParams, bin string) (*session, error
 		s.infos = append(s.infos, transcript.ServerInfo{Name: srv.Name, Transport: srv.Transport()})
 	}
 	return s, nil
-}
-
-// installedVersion is Definition.Version: the version of the codex on PATH,
-// or "" when there is none.
-func installedVersion() string {
-	bin, err := exec.LookPath(defaultCommand)
-	if err != nil {
-		return ""
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	v, _ := version(ctx, bin, append(os.Environ(), "PATH="+pathWith(bin)))
-	return v
-}
-
-// version runs codex --version and returns its version ("0.171.0").
-func version(ctx context.Context, bin string, env []string) (string, error) {
-	cmd := exec.CommandContext(ctx, bin, "--version")
-	cmd.Env = env
-	cmd.WaitDelay = 3 * time.Second
-	out, err := cmd.Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) && len(ee.Stderr) > 0 {
-			return "", fmt.Errorf("%w: %s", err, tail(string(ee.Stderr), 500))
-		}
-		return "", err
-	}
-	v := strings.TrimSpace(string(out))
-	v = strings.TrimSpace(strings.TrimPrefix(v, "codex-cli"))
-	if v == "" {
-		return "", errors.New("it printed no version")
-	}
-	return v, nil
-}
-
-// pathWith returns the process's PATH with bin's folder first, so that an
-// npm install's codex (a Node script) finds the node installed beside it.
-func pathWith(bin string) string {
-	p := os.Getenv("PATH")
-	d := filepath.Dir(bin)
-	if p == "" {
-		return d
-	}
-	return d + string(os.PathListSeparator) + p
-}
-
-// tail returns the last n bytes of s, trimmed.
-func tail(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if len(s) > n {
-		s = "…" + s[len(s)-n:]
-	}
-	return s
 }
 
 // preflight checks that the CLI a variant names is installed here.

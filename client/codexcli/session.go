@@ -1,6 +1,7 @@
 package codexcli
 
 import (
+	"github.com/mst-eval/mst/client/cliproc"
 	"github.com/mst-eval/mst/internal/tailbuf"
 	"syscall"
 
@@ -44,7 +45,7 @@ type session struct {
 
 // env is the CLI's environment: a minimal one, then the variant's values.
 func (s *session) env() []string {
-	m := map[string]string{"PATH": pathWith(s.bin), "HOME": s.dir}
+	m := map[string]string{"PATH": cliproc.PathWith(s.bin), "HOME": s.dir}
 	for _, k := range platformEnv {
 		if v, ok := os.LookupEnv(k); ok {
 			m[k] = v
@@ -191,7 +192,7 @@ func (s *session) outcome(ctx context.Context, p *parser, waitErr error, stderr 
 	}
 	if waitErr != nil {
 		detail := "codex exec failed: " + waitErr.Error()
-		if t := tail(stderr, 2000); t != "" {
+		if t := cliproc.Tail(stderr, 2000); t != "" {
 			detail += ": " + t
 		}
 		return transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseClient, Detail: detail}

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mst-eval/mst/client/cliproc"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,7 +56,7 @@ func Definition() *client.Definition {
 		ModelProviders: []string{"google"},
 		Concurrent:     true,
 		CaseOverrides:  []string{"model", "clientOptions"},
-		Version:        installedVersion,
+		Version:        func() string { return cliproc.Installed(defaultCommand, "") },
 		Preflight:      preflight,
 		Open:           Open,
 	}
@@ -200,7 +201,7 @@ func open(ctx context.Context, p client.OpenParams, bin string) (*session, error
 	s := &session{params: p, opts: opts, bin: bin, dir: dir, model: model, settings: settings, namer: newToolNamer(p.Servers)}
 	vctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	v, err := version(vctx, bin, s.env(dir, dir))
+	v, err := cliproc.Version(vctx, bin, s.env(dir, dir), "")
 	if err != nil {
 		return s, fmt.Errorf("gemini-cli: %s --version: %w", bin, err)
 	}
@@ -209,61 +210,6 @@ func open(ctx context.Context, p client.OpenParams, bin string) (*session, error
 		s.infos = append(s.infos, transcript.ServerInfo{Name: srv.Name, Transport: srv.Transport()})
 	}
 	return s, nil
-}
-
-// installedVersion is Definition.Version: the version of the gemini on
-// PATH, or "" when there is none.
-func installedVersion() string {
-	bin, err := exec.LookPath(defaultCommand)
-	if err != nil {
-		return ""
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	v, _ := version(ctx, bin, append(os.Environ(), "PATH="+pathWith(bin)))
-	return v
-}
-
-// version runs gemini --version and returns its version ("0.61.0").
-func version(ctx context.Context, bin string, env []string) (string, error) {
-	cmd := exec.CommandContext(ctx, bin, "--version")
-	cmd.Env = env
-	cmd.WaitDelay = 3 * time.Second
-	out, err := cmd.Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) && len(ee.Stderr) > 0 {
-			return "", fmt.Errorf("%w: %s", err, tail(string(ee.Stderr), 500))
-		}
-		return "", err
-	}
-	// The version is the last line: the CLI may print warnings first.
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	v := strings.TrimSpace(lines[len(lines)-1])
-	if v == "" {
-		return "", errors.New("it printed no version")
-	}
-	return v, nil
-}
-
-// pathWith returns the process's PATH with bin's folder first, so that an
-// npm install's gemini (a Node script) finds the node installed beside it.
-func pathWith(bin string) string {
-	p := os.Getenv("PATH")
-	d := filepath.Dir(bin)
-	if p == "" {
-		return d
-	}
-	return d + string(os.PathListSeparator) + p
-}
-
-// tail returns the last n bytes of s, trimmed.
-func tail(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if len(s) > n {
-		s = "…" + s[len(s)-n:]
-	}
-	return s
 }
 
 // preflight checks that the CLI a variant names is installed here.

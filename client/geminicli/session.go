@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mst-eval/mst/client/cliproc"
 	"github.com/mst-eval/mst/internal/tailbuf"
 	"io"
 	"os"
@@ -50,7 +51,7 @@ type session struct {
 // for Windows) and tmp its temporary folder, where it writes its error
 // reports.
 func (s *session) env(home, tmp string) []string {
-	m := map[string]string{"PATH": pathWith(s.bin)}
+	m := map[string]string{"PATH": cliproc.PathWith(s.bin)}
 	for _, k := range platformEnv {
 		if v, ok := os.LookupEnv(k); ok {
 			m[k] = v
@@ -270,10 +271,10 @@ func (s *session) outcome(ctx context.Context, p *parser, serverFailed string, w
 func stderrSummary(stderr string) string {
 	if i := strings.Index(stderr, "Usage: gemini"); i > 0 {
 		if head := strings.TrimSpace(stderr[:i]); head != "" {
-			return tail(head, 2000)
+			return cliproc.Tail(head, 2000)
 		}
 	}
-	return tail(stderr, 2000)
+	return cliproc.Tail(stderr, 2000)
 }
 
 // mcpFailedRE finds, in the CLI's debug log, an MCP server that could not

@@ -1,0 +1,72 @@
+// Package cliproc holds what the CLI clients (codex-cli, gemini-cli, …)
+// share about the program they drive: asking its version, the PATH it runs
+// with, and quoting the end of what it printed.
+package cliproc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Version runs bin --version with env and returns the version it printed:
+// the last line (a CLI may print warnings first), without prefix (such as
+// "codex-cli").
+func Version(ctx context.Context, bin string, env []string, prefix string) (string, error) {
+	cmd := exec.CommandContext(ctx, bin, "--version")
+	cmd.Env = env
+	cmd.WaitDelay = 3 * time.Second
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && len(ee.Stderr) > 0 {
+			return "", fmt.Errorf("%w: %s", err, Tail(string(ee.Stderr), 500))
+		}
+		return "", err
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	v := strings.TrimSpace(lines[len(lines)-1])
+	v = strings.TrimSpace(strings.TrimPrefix(v, prefix))
+	if v == "" {
+		return "", errors.New("it printed no version")
+	}
+	return v, nil
+}
+
+// Installed returns the version of command as found on PATH, or "" when
+// there is none: what a definition's Version reports.
+func Installed(command, prefix string) string {
+	bin, err := exec.LookPath(command)
+	if err != nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	v, _ := Version(ctx, bin, append(os.Environ(), "PATH="+PathWith(bin)), prefix)
+	return v
+}
+
+// PathWith returns the process's PATH with bin's folder first, so that a
+// CLI installed by npm (a Node script) finds the node installed beside it.
+func PathWith(bin string) string {
+	p := os.Getenv("PATH")
+	d := filepath.Dir(bin)
+	if p == "" {
+		return d
+	}
+	return d + string(os.PathListSeparator) + p
+}
+
+// Tail returns the last n bytes of s, trimmed, marked with "…" when cut.
+func Tail(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		s = "…" + s[len(s)-n:]
+	}
+	return s
+}
