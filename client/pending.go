@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"os/exec"
 	"runtime"
 )
 
@@ -49,14 +47,4 @@ func DesktopOptions(timeout string) json.RawMessage {
 			Default:     "anthropic/claude-sonnet-4-5",
 		},
 	)
-}
-
-// RequireCommand checks that a client's program, what (such as "the Codex
-// CLI") run as command, is installed on this machine; the error gives the
-// setup command. Preflight functions use it.
-func RequireCommand(what, command, setup string) error {
-	if _, err := exec.LookPath(command); err != nil {
-		return fmt.Errorf("%s (%s) is not installed on this machine: install it with %s, or set clientOptions.command to its path", what, command, setup)
-	}
-	return nil
 }

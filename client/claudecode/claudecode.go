@@ -32,6 +32,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mst-eval/mst/client/cliproc"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -150,10 +151,10 @@ func Open(ctx context.Context, p client.OpenParams) (client.Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := cliproc.RefuseToolOverrides("claude-code", p.Servers); err != nil {
+		return nil, err
+	}
 	for _, srv := range p.Servers {
-		if len(srv.Tools) > 0 {
-			return nil, fmt.Errorf("server %s rewrites or hides tools, which claude-code cannot do yet: the CLI takes tool descriptions from the server itself (tool overrides with claude-code come later; use client api for this variant)", srv.Name)
-		}
 		if srv.Command == "" && srv.URL == "" {
 			return nil, fmt.Errorf("server %s: neither command nor url is set", srv.Name)
 		}
@@ -161,11 +162,8 @@ func Open(ctx context.Context, p client.OpenParams) (client.Session, error) {
 	if strings.Contains(p.Model, "/") && !strings.HasPrefix(p.Model, "anthropic/") {
 		return nil, fmt.Errorf("claude-code runs Anthropic models only; model %q is not anthropic/MODEL", p.Model)
 	}
-	cli, err := exec.LookPath(opts.Command)
+	cli, err := cliproc.Find("the Claude Code CLI", opts.Command, "npm install -g @anthropic-ai/claude-code")
 	if err != nil {
-		return nil, fmt.Errorf("the Claude Code CLI (%s) was not found: %w; install it with npm install -g @anthropic-ai/claude-code, or set clientOptions.command", opts.Command, err)
-	}
-	if cli, err = filepath.Abs(cli); err != nil {
 		return nil, err
 	}
 	dir, err := os.MkdirTemp(p.WorkDir, "claude-code-")
@@ -408,5 +406,5 @@ func preflight(raw json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	return client.RequireCommand("the Claude Code CLI", opts.Command, "npm install -g @anthropic-ai/claude-code")
+	return cliproc.Require("the Claude Code CLI", opts.Command, "npm install -g @anthropic-ai/claude-code")
 }

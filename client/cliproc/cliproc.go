@@ -1,6 +1,8 @@
-// Package cliproc holds what the CLI clients (codex-cli, gemini-cli, …)
-// share about the program they drive: asking its version, the PATH it runs
-// with, and quoting the end of what it printed.
+// Package cliproc holds what the CLI clients (claude-code, codex-cli,
+// gemini-cli) share about the program they drive: finding it (and saying how
+// to install it), asking its version, the PATH it runs with, quoting the end
+// of what it printed, and refusing what no CLI can honour yet (rewritten tool
+// descriptions).
 package cliproc
 
 import (
@@ -12,6 +14,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/mst-eval/mst/servers"
 )
 
 // Version runs bin --version with env and returns the version it printed:
@@ -69,4 +73,36 @@ func Tail(s string, n int) string {
 		s = "…" + s[len(s)-n:]
 	}
 	return s
+}
+
+// Find returns the absolute path of a CLI client's program, run as command
+// (a name on PATH or a path); what names it and setup says how to install
+// it, for the error.
+func Find(what, command, setup string) (string, error) {
+	bin, err := exec.LookPath(command)
+	if err != nil {
+		return "", fmt.Errorf("%s (%s) was not found (%v): install it with %s, or set clientOptions.command to its path", what, command, err, setup)
+	}
+	return filepath.Abs(bin)
+}
+
+// RefuseToolOverrides fails when a variant rewrites or hides a server's
+// tools: a CLI takes tool descriptions from the server itself, so client
+// cannot honour them until MST puts a rewriting proxy in between.
+func RefuseToolOverrides(client string, list []servers.Server) error {
+	for _, srv := range list {
+		if len(srv.Tools) > 0 {
+			return fmt.Errorf("server %s has tool overrides (rewritten descriptions or hidden tools), which %s cannot apply yet (tool overrides with %s come later: the CLI reads tools from the server itself); remove them from the variant, or use client api", srv.Name, client, client)
+		}
+	}
+	return nil
+}
+
+// Require checks, for a client's preflight, that its program is installed
+// on this machine; the error gives the setup command.
+func Require(what, command, setup string) error {
+	if _, err := exec.LookPath(command); err != nil {
+		return fmt.Errorf("%s (%s) is not installed on this machine: install it with %s, or set clientOptions.command to its path", what, command, setup)
+	}
+	return nil
 }

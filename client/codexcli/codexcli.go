@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"github.com/mst-eval/mst/client/cliproc"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -142,11 +141,8 @@ func Open(ctx context.Context, p client.OpenParams) (client.Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	bin, err := exec.LookPath(opts.Command)
+	bin, err := cliproc.Find("the Codex CLI", opts.Command, "npm install -g @openai/codex")
 	if err != nil {
-		return nil, fmt.Errorf("codex-cli: cannot run %q (%v); install the Codex CLI with npm install -g @openai/codex, or set clientOptions.command to its path", opts.Command, err)
-	}
-	if bin, err = filepath.Abs(bin); err != nil {
 		return nil, fmt.Errorf("codex-cli: %w", err)
 	}
 	s, err := open(ctx, p, bin)
@@ -163,10 +159,8 @@ func open(ctx context.Context, p client.OpenParams, bin string) (*session, error
 	if err != nil {
 		return nil, err
 	}
-	for _, srv := range p.Servers {
-		if len(srv.Tools) > 0 {
-			return nil, fmt.Errorf("codex-cli: server %q has tool overrides (descriptions or hidden tools); codex-cli cannot apply them yet (tool overrides with codex-cli come later): remove them from the variant, or use client api", srv.Name)
-		}
+	if err := cliproc.RefuseToolOverrides("codex-cli", p.Servers); err != nil {
+		return nil, fmt.Errorf("codex-cli: %w", err)
 	}
 	keyEnv := ""
 	for _, k := range []string{"OPENAI_API_KEY", "CODEX_API_KEY"} {
@@ -221,5 +215,5 @@ func preflight(raw json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	return client.RequireCommand("the Codex CLI", opts.Command, "npm install -g @openai/codex")
+	return cliproc.Require("the Codex CLI", opts.Command, "npm install -g @openai/codex")
 }

@@ -18,8 +18,6 @@ import (
 	"fmt"
 	"github.com/mst-eval/mst/client/cliproc"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -153,11 +151,8 @@ func Open(ctx context.Context, p client.OpenParams) (client.Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	bin, err := exec.LookPath(opts.Command)
+	bin, err := cliproc.Find("the Gemini CLI", opts.Command, "npm install -g @google/gemini-cli")
 	if err != nil {
-		return nil, fmt.Errorf("gemini-cli: cannot run %q (%v); install the Gemini CLI with npm install -g @google/gemini-cli, or set clientOptions.command to its path", opts.Command, err)
-	}
-	if bin, err = filepath.Abs(bin); err != nil {
 		return nil, fmt.Errorf("gemini-cli: %w", err)
 	}
 	s, err := open(ctx, p, bin)
@@ -174,10 +169,8 @@ func open(ctx context.Context, p client.OpenParams, bin string) (*session, error
 	if err != nil {
 		return nil, err
 	}
-	for _, srv := range p.Servers {
-		if len(srv.Tools) > 0 {
-			return nil, fmt.Errorf("gemini-cli: server %q has tool overrides (descriptions or hidden tools); gemini-cli cannot apply them yet (tool overrides with gemini-cli come later): remove them from the variant, or use client api", srv.Name)
-		}
+	if err := cliproc.RefuseToolOverrides("gemini-cli", p.Servers); err != nil {
+		return nil, fmt.Errorf("gemini-cli: %w", err)
 	}
 	if p.Env["GEMINI_API_KEY"] == "" {
 		return nil, errors.New("gemini-cli needs an API key: set GEMINI_API_KEY in the environment or the secrets file")
@@ -218,5 +211,5 @@ func preflight(raw json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	return client.RequireCommand("the Gemini CLI", opts.Command, "npm install -g @google/gemini-cli")
+	return cliproc.Require("the Gemini CLI", opts.Command, "npm install -g @google/gemini-cli")
 }
