@@ -40,6 +40,20 @@ type Definition struct {
 	// ("anthropic", "openai", "google", "offline"), checked against a
 	// variant's model (and a case's) when the eval loads.
 	ModelProviders []string
+	// Timeout is the trial timeout the client's trials get when neither the
+	// variant nor the case sets clientOptions.timeout; zero means none. It
+	// must agree with the default of "timeout" in Options (a test checks).
+	Timeout time.Duration
+	// KeyVars names the environment variables the client reads keys from
+	// whatever the model ("ANTHROPIC_API_KEY" for claude-code). The plan
+	// hands exactly these, when set in MST's environment or the secrets
+	// file, to the client's sessions.
+	KeyVars []string
+	// ProviderKeys is true when the client reads the key of its model's
+	// provider, as the provider registry names it (the api client:
+	// ANTHROPIC_API_KEY for anthropic/ models). clientOptions.apiKeyEnv,
+	// lifted out by the plan, names another variable (OpenParams.KeyEnv).
+	ProviderKeys bool
 	// Concurrent is true when one Session may run several trials at once.
 	Concurrent bool
 	// CaseOverrides lists what a case may change for its own trials
@@ -89,9 +103,19 @@ type OpenParams struct {
 	// Model is the model reference as the config gives it ("offline",
 	// "anthropic/claude-sonnet-4-5").
 	Model string
-	// Options are the variant's clientOptions, raw, already validated
-	// against Definition.Options.
+	// Options are the variant's clientOptions (with a case's overrides),
+	// raw, already validated against Definition.Options. MST's own keys
+	// (timeout, apiKeyEnv) are lifted out of them by the plan into the typed
+	// fields below, and are not in Options.
 	Options json.RawMessage
+	// Timeout is the trial timeout MST enforces (zero: none). The worker
+	// puts it on each trial's context; a client needs it only to size its
+	// own waits.
+	Timeout time.Duration
+	// KeyEnv is the variable clientOptions.apiKeyEnv names, to read the
+	// model provider's key from instead of the provider's own; "" when the
+	// variant does not set one.
+	KeyEnv string
 	// Servers are the variant's MCP servers with their tool metadata.
 	Servers []servers.Server
 	// Env holds the secrets and other environment variables the client may
@@ -182,25 +206,4 @@ type Diagnoser interface {
 // readiness check on them right after Open.
 type LateServers interface {
 	Servers(ctx context.Context) ([]servers.Server, error)
-}
-
-// DefaultTimeout is the timeout a client's trials get when the variant does
-// not set one: zero means none.
-func (d *Definition) DefaultTimeout() time.Duration {
-	var s struct {
-		Properties map[string]struct {
-			Default any `json:"default"`
-		} `json:"properties"`
-	}
-	if json.Unmarshal(d.Options, &s) != nil {
-		return 0
-	}
-	if p, ok := s.Properties["timeout"]; ok {
-		if str, ok := p.Default.(string); ok {
-			if dur, err := time.ParseDuration(str); err == nil {
-				return dur
-			}
-		}
-	}
-	return 0
 }

@@ -83,23 +83,6 @@ func TestOptionsSchemaOnlyTheSharedOptionsAsked(t *testing.T) {
 	}
 }
 
-func TestOptionsSchemaDefaultTimeout(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		timeout string
-		want    time.Duration
-	}{
-		{"", 0},
-		{"180s", 180 * time.Second},
-		{"1h30m", 90 * time.Minute},
-	} {
-		d := &client.Definition{Options: client.OptionsSchema(client.SharedOptions{Timeout: tc.timeout})}
-		if got := d.DefaultTimeout(); got != tc.want {
-			t.Errorf("DefaultTimeout(timeout %q) = %v, want %v", tc.timeout, got, tc.want)
-		}
-	}
-}
-
 func TestOptionsSchemaReasoningEffortList(t *testing.T) {
 	t.Parallel()
 	opts, err := client.DescribeOptions(client.OptionsSchema(client.SharedOptions{ReasoningEffort: &client.ReasoningEffort{DefaultDescription: "x"}}))

@@ -359,7 +359,7 @@ func resolveVariants(o Options) ([]shard.Variant, error) {
 		if err != nil {
 			return nil, fmt.Errorf("variant %s: %w", name, err)
 		}
-		timeout := def.DefaultTimeout()
+		timeout := def.Timeout
 		var opt struct {
 			Timeout string `json:"timeout"`
 		}

@@ -26,6 +26,7 @@ func Definition() *client.Definition {
 			Credentials: []string{"ANTHROPIC_API_KEY for anthropic/ models", "OPENAI_API_KEY for openai/ models", "none for offline"},
 		},
 		Options:        optionsSchema(),
+		ProviderKeys:   true,
 		ModelProviders: []string{"anthropic", "openai", "offline"},
 		Concurrent:     true,
 		CaseOverrides:  []string{"model", "clientOptions"},

@@ -67,6 +67,8 @@ func Definition() *client.Definition {
 			Setup:       "npm install -g @anthropic-ai/claude-code",
 		},
 		Options:        optionsSchema(),
+		Timeout:        180 * time.Second,
+		KeyVars:        []string{"ANTHROPIC_API_KEY"},
 		ModelProviders: []string{"anthropic"},
 		Concurrent:     true,
 		CaseOverrides:  []string{"model", "clientOptions"},

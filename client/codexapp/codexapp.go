@@ -13,6 +13,8 @@
 package codexapp
 
 import (
+	"time"
+
 	"github.com/mst-eval/mst/client"
 )
 
@@ -34,5 +36,6 @@ func Definition() *client.Definition {
 		},
 		ModelProviders: []string{"openai"},
 		Options:        client.DesktopOptions("300s"),
+		Timeout:        300 * time.Second,
 	}, client.DesktopNotBuilt(Name))
 }

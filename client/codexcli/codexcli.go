@@ -48,6 +48,8 @@ func Definition() *client.Definition {
 			Setup:       "npm install -g @openai/codex",
 		},
 		Options:        optionsSchema(),
+		Timeout:        300 * time.Second,
+		KeyVars:        []string{"OPENAI_API_KEY", "CODEX_API_KEY"},
 		ModelProviders: []string{"openai"},
 		Concurrent:     true,
 		CaseOverrides:  []string{"model", "clientOptions"},

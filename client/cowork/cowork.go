@@ -13,6 +13,8 @@
 package cowork
 
 import (
+	"time"
+
 	"github.com/mst-eval/mst/client"
 )
 
@@ -34,5 +36,6 @@ func Definition() *client.Definition {
 		},
 		ModelProviders: []string{"anthropic"},
 		Options:        client.DesktopOptions("900s"),
+		Timeout:        900 * time.Second,
 	}, client.DesktopNotBuilt(Name))
 }

@@ -51,6 +51,8 @@ func Definition() *client.Definition {
 			Setup:       "npm install -g @google/gemini-cli",
 		},
 		Options:        optionsSchema(),
+		Timeout:        300 * time.Second,
+		KeyVars:        []string{"GEMINI_API_KEY"},
 		ModelProviders: []string{"google"},
 		Concurrent:     true,
 		CaseOverrides:  []string{"model", "clientOptions"},

@@ -128,7 +128,7 @@ func TestDefinition(t *testing.T) {
 	if d.Open == nil || d.Available != nil || d.Version == nil || !d.Concurrent {
 		t.Errorf("definition = %+v", d)
 	}
-	if got := d.DefaultTimeout(); got != 300*time.Second {
+	if got := d.Timeout; got != 300*time.Second {
 		t.Errorf("default timeout = %v", got)
 	}
 	opts, err := client.DescribeOptions(d.Options)

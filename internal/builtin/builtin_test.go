@@ -153,8 +153,8 @@ func TestClientDefinitions(t *testing.T) {
 				t.Errorf("%s: timeout default = %q, want %q", name, gotTimeout, w.timeout)
 			}
 			wantDur, _ := time.ParseDuration(w.timeout) // zero for ""
-			if got := d.DefaultTimeout(); got != wantDur {
-				t.Errorf("%s: DefaultTimeout() = %v, want %v", name, got, wantDur)
+			if got := d.Timeout; got != wantDur {
+				t.Errorf("%s: Timeout = %v, want %v", name, got, wantDur)
 			}
 
 			schema := compile(t, d.Options)
