@@ -180,10 +180,15 @@ type Result struct {
 // Session is an open client. Run may be called concurrently only when the
 // definition says Concurrent.
 type Session interface {
-	// Run runs one trial. ctx carries the trial's deadline (its timeout);
-	// when ctx ends the client must return promptly with what it has.
+	// Run runs one trial. ctx carries the trial's deadline (its timeout)
+	// and the run's cancellation. When ctx ends the client stops what it
+	// started (a CLI's whole process tree included) and returns promptly
+	// with what it has: the partial transcript with an errored outcome, or
+	// ctx's error. It never sets the outcome timed-out or cancelled itself:
+	// only MST's worker decides what a context ending means, from the
+	// trial's and the run's contexts, and overrides the outcome.
 	// An error means the trial could not run at all; MST records it as
-	// errored with cause client unless the error says otherwise (see Cause).
+	// errored with cause client, or server when it wraps servers.ErrServer.
 	Run(ctx context.Context, t Trial) (Result, error)
 	// Reset returns the session to a clean state between trials.
 	Reset(ctx context.Context) error

@@ -21,6 +21,11 @@ const (
 	OptionReasoningEffort = "reasoningEffort"
 	// OptionAppVersion is the version of the installed app a run requires.
 	OptionAppVersion = "appVersion"
+	// OptionAPIKeyEnv names the variable a client reads its model
+	// provider's key from instead of the provider's own. Like timeout, it
+	// is MST's: the plan lifts it out of the options into
+	// OpenParams.KeyEnv.
+	OptionAPIKeyEnv = "apiKeyEnv"
 )
 
 // ReasoningEfforts returns the values reasoningEffort takes, the same list

@@ -71,6 +71,10 @@ func (fakeCatalog) ClientOptions(client string) (json.RawMessage, error) {
 
 // GraderSchema refers to its own $defs, as a real one may, to show that it
 // keeps working once embedded in the config's schema.
+func (fakeCatalog) ProviderNames() []string {
+	return []string{"anthropic", "google", "offline", "openai"}
+}
+
 func (fakeCatalog) GraderSchema() json.RawMessage {
 	return json.RawMessage(`{
 		"description": "A grader: one key, its name.",

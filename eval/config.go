@@ -16,6 +16,9 @@ const (
 	MaxTrials = 1000
 	// DefaultConcurrency is how many trials one shard runs at once.
 	DefaultConcurrency = 4
+	// DefaultResults is the folder runs are written to when neither the
+	// config nor --results names one (relative to the working directory).
+	DefaultResults = "mst-results"
 )
 
 // Config is a loaded eval config. Load fills in defaults (client, servers of
@@ -105,7 +108,7 @@ type Limits struct {
 	// Concurrency is how many trials run at once in one shard (default 4).
 	Concurrency int `json:"concurrency,omitempty"`
 	// Providers caps trials in flight per model provider across all shards
-	// ("anthropic": 2); keys are anthropic, openai, google and offline.
+	// ("anthropic": 2); keys are the providers the Catalog names.
 	Providers map[string]int `json:"providers,omitempty"`
 	// Servers caps trials in flight per server across all shards; keys are
 	// declared servers.

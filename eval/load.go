@@ -485,6 +485,9 @@ func (l *loader) decode(root map[string]any) *Config {
 	if cfg.Limits.Concurrency == 0 {
 		cfg.Limits.Concurrency = DefaultConcurrency
 	}
+	if cfg.Results == "" {
+		cfg.Results = DefaultResults
+	}
 	return cfg
 }
 

@@ -216,6 +216,7 @@ variants:
 		VariantOrder: []string{"zeta", "alpha", "mid"},
 		Trials:       1,
 		Limits:       Limits{Concurrency: 4},
+		Results:      DefaultResults,
 	}
 	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(Config{}, "File", "Dir", "Hash")); diff != "" {
 		t.Errorf("Load mismatch (-want +got):\n%s", diff)

@@ -36,6 +36,9 @@ type Catalog interface {
 	// ParseGrader checks one grader entry; its error says what is wrong
 	// inside the entry.
 	ParseGrader(spec json.RawMessage) error
+	// ProviderNames lists the model providers this build knows
+	// ("anthropic", "offline"), the keys limits.providers may use.
+	ProviderNames() []string
 }
 
 // Schema returns the JSON Schema (draft 2020-12) of a config file, indented,
@@ -53,8 +56,48 @@ func Schema(cat Catalog) []byte {
 // replaces.
 const graderSlot = `{"$comment": "the grader schema goes here"}`
 
-// schemaBytes splices the grader schema into schema.json's text, keeping
-// the order the keys are written in there.
+// providersSlot is the placeholder in schema.json that the properties of
+// limits.providers, one per catalog provider, replace.
+const providersSlot = `{"$comment": "the providers go here"}`
+
+// providerLimits returns the properties of limits.providers: one integer
+// of at least 1 per provider, in the catalog's order.
+func providerLimits(cat Catalog) []byte {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, name := range cat.ProviderNames() {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(name)
+		d, _ := json.Marshal(fmt.Sprintf("Trials in flight at once on %s models.", name))
+		fmt.Fprintf(&b, `%s: {"description": %s, "type": "integer", "minimum": 1}`, k, d)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// splice replaces slot in doc with compact, what it names, indented as the
+// slot's line.
+func splice(doc []byte, slot, what string, compact []byte) ([]byte, error) {
+	at := bytes.Index(doc, []byte(slot))
+	if at < 0 {
+		return nil, fmt.Errorf("eval: schema.json has no place for %s", what)
+	}
+	lineStart := bytes.LastIndexByte(doc[:at], '\n') + 1
+	indent := doc[lineStart:at]
+	indent = indent[:len(indent)-len(bytes.TrimLeft(indent, " "))]
+	var out bytes.Buffer
+	out.Write(doc[:at])
+	if err := json.Indent(&out, compact, string(indent), "  "); err != nil {
+		return nil, fmt.Errorf("eval: indenting %s: %w", what, err)
+	}
+	out.Write(doc[at+len(slot):])
+	return out.Bytes(), nil
+}
+
+// schemaBytes splices the grader schema and the provider limits into
+// schema.json's text, keeping the order the keys are written in there.
 func schemaBytes(cat Catalog) ([]byte, error) {
 	grader := map[string]any{"type": "object"}
 	if raw := cat.GraderSchema(); len(bytes.TrimSpace(raw)) > 0 {
@@ -77,20 +120,11 @@ func schemaBytes(cat Catalog) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("eval: encoding the grader schema: %w", err)
 	}
-	at := bytes.Index(schemaJSON, []byte(graderSlot))
-	if at < 0 {
-		return nil, fmt.Errorf("eval: schema.json has no place for the grader schema")
+	doc, err := splice(schemaJSON, graderSlot, "the grader schema", compact)
+	if err != nil {
+		return nil, err
 	}
-	lineStart := bytes.LastIndexByte(schemaJSON[:at], '\n') + 1
-	indent := schemaJSON[lineStart:at]
-	indent = indent[:len(indent)-len(bytes.TrimLeft(indent, " "))]
-	var out bytes.Buffer
-	out.Write(schemaJSON[:at])
-	if err := json.Indent(&out, compact, string(indent), "  "); err != nil {
-		return nil, fmt.Errorf("eval: indenting the grader schema: %w", err)
-	}
-	out.Write(schemaJSON[at+len(graderSlot):])
-	return out.Bytes(), nil
+	return splice(doc, providersSlot, "the provider limits", providerLimits(cat))
 }
 
 // buildSchema returns the config's schema as JSON values (numbers as

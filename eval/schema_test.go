@@ -122,3 +122,35 @@ func TestBrokenGraderSchema(t *testing.T) {
 	}()
 	Schema(brokenGraders{})
 }
+
+// otherProviders is a catalog of a build with other model providers.
+type otherProviders struct{ fakeCatalog }
+
+func (otherProviders) ProviderNames() []string { return []string{"acme", "offline"} }
+
+// TestProviderLimitsFromCatalog: the keys of limits.providers are the
+// catalog's providers, not a list in schema.json.
+func TestProviderLimitsFromCatalog(t *testing.T) {
+	t.Parallel()
+	got := loadErrorsWith(t, otherProviders{}, "eval.yaml", head+"variants: {v: {model: offline}}\nlimits:\n  providers: {acme: 2, anthropic: 1}\n")
+	want := []string{"eval.yaml:7:24: limits.providers.anthropic: unknown provider (known: acme, offline)"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Load(limits.providers with anthropic, catalog of acme and offline) errors (-want +got):\n%s", diff)
+	}
+	var root struct {
+		Defs map[string]struct {
+			Properties map[string]struct {
+				Properties map[string]struct {
+					Description string `json:"description"`
+				} `json:"properties"`
+			} `json:"properties"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(Schema(otherProviders{}), &root); err != nil {
+		t.Fatal(err)
+	}
+	limits := root.Defs["limits"].Properties["providers"].Properties
+	if len(limits) != 2 || limits["acme"].Description != "Trials in flight at once on acme models." {
+		t.Errorf("Schema(acme, offline) limits.providers properties = %+v, want acme and offline", limits)
+	}
+}

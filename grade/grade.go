@@ -3,6 +3,7 @@ package grade
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/mst-eval/mst/transcript"
 )
@@ -25,7 +26,8 @@ type Result struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// TrialGrade is the grade of one trial.
+// TrialGrade is the grade of one trial, with the few facts of its
+// transcript a report needs, so a report is built from grades alone.
 type TrialGrade struct {
 	transcript.Key
 	// Graded is false for errored and cancelled trials: infrastructure
@@ -34,6 +36,33 @@ type TrialGrade struct {
 	// Passed is true when the trial was graded and every result passed.
 	Passed  bool     `json:"passed"`
 	Results []Result `json:"results,omitempty"`
+	// Trial is what the transcript said; it is zero in the grades of runs
+	// made before it was recorded (Status is then empty).
+	Trial Summary `json:"transcript,omitzero"`
+}
+
+// Summary is what a report needs of one transcript.
+type Summary struct {
+	Status       string  `json:"status"`
+	Cause        string  `json:"cause,omitempty"`
+	Client       string  `json:"client,omitempty"`
+	Model        string  `json:"model,omitempty"`
+	InputTokens  int64   `json:"inputTokens,omitempty"`
+	OutputTokens int64   `json:"outputTokens,omitempty"`
+	DurationMs   float64 `json:"durationMs,omitempty"`
+	ToolCalls    int     `json:"toolCalls,omitempty"`
+	// Ended is when the trial ended: it tells a grade of an older
+	// transcript of the same trial from one of the transcript stored now.
+	Ended time.Time `json:"ended,omitzero"`
+}
+
+// Summarize reduces a transcript to what a report needs of it.
+func Summarize(t *transcript.Transcript) Summary {
+	return Summary{
+		Status: t.Outcome.Status, Cause: t.Outcome.Cause, Client: t.Client.Name, Model: t.Model,
+		InputTokens: t.Usage.InputTokens, OutputTokens: t.Usage.OutputTokens,
+		DurationMs: t.Timing.DurationMs, ToolCalls: len(t.ToolCalls), Ended: t.Timing.Ended,
+	}
 }
 
 // Trial grades one transcript with graders, in order.
@@ -45,7 +74,7 @@ type TrialGrade struct {
 // trial passes and the others fail. Errored and cancelled trials (and
 // transcripts with an unknown status) are not graded and have no results.
 func Trial(t *transcript.Transcript, graders []Grader) TrialGrade {
-	g := TrialGrade{Key: t.Key}
+	g := TrialGrade{Key: t.Key, Trial: Summarize(t)}
 	switch t.Outcome.Status {
 	case transcript.Answered, transcript.NoAnswer, transcript.TimedOut:
 	default:

@@ -286,7 +286,9 @@ func TestTrial(t *testing.T) {
 			for _, s := range tt.graders {
 				gs = append(gs, mustParse(t, s))
 			}
-			if diff := cmp.Diff(tt.want, Trial(tt.t, gs)); diff != "" {
+			want := tt.want
+			want.Trial = Summarize(tt.t)
+			if diff := cmp.Diff(want, Trial(tt.t, gs)); diff != "" {
 				t.Errorf("Trial(%s, %d graders) (-want +got):\n%s", tt.t.Outcome.Status, len(gs), diff)
 			}
 		})

@@ -6,6 +6,12 @@
 // A Provider turns one Request (the conversation so far and the tools on
 // offer) into one Response (text, tool calls, or both). It keeps no state
 // between calls; the caller owns the conversation.
+//
+// Each provider package also exports a Definition, its entry in a Registry:
+// the name that starts a model reference ("anthropic" in
+// "anthropic/claude-sonnet-4-5"), the variable that holds its key, and New.
+// internal/builtin wires the built-in registry; Split and Of are the only
+// code that takes a model reference apart.
 package provider
 
 import (

@@ -28,18 +28,19 @@ type Trial struct {
 	ToolCalls    int     `json:"toolCalls"`
 }
 
-// NewTrial makes the report record of transcript t graded as g.
-func NewTrial(t *transcript.Transcript, g grade.TrialGrade) Trial {
+// NewTrial makes the report record of one graded trial: the one way a
+// report record is made, from a grade alone.
+func NewTrial(g grade.TrialGrade) Trial {
 	return Trial{
-		Key:          t.Key,
-		Status:       t.Outcome.Status,
-		Cause:        t.Outcome.Cause,
+		Key:          g.Key,
+		Status:       g.Trial.Status,
+		Cause:        g.Trial.Cause,
 		Graded:       g.Graded,
 		Passed:       g.Graded && g.Passed,
-		InputTokens:  t.Usage.InputTokens,
-		OutputTokens: t.Usage.OutputTokens,
-		DurationMs:   t.Timing.DurationMs,
-		ToolCalls:    len(t.ToolCalls),
+		InputTokens:  g.Trial.InputTokens,
+		OutputTokens: g.Trial.OutputTokens,
+		DurationMs:   g.Trial.DurationMs,
+		ToolCalls:    g.Trial.ToolCalls,
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/dataset"
 	"github.com/mst-eval/mst/eval"
-	"github.com/mst-eval/mst/shard"
+	"github.com/mst-eval/mst/provider"
 )
 
 // CheckClient reports whether a client can run on an OS in this build (see
@@ -27,27 +27,21 @@ type CheckClient func(name, goos string) error
 // client also checks what it needs here, such as an installed CLI.
 func Check(cfg *eval.Config, cases []dataset.Case, reg *client.Registry, goos string, preflight bool, check CheckClient) error {
 	var errs []error
-	clientOf := func(v eval.Variant) string {
-		if v.Client == "" {
-			return "api"
-		}
-		return v.Client
-	}
 	for _, name := range cfg.VariantOrder {
 		v := cfg.Variants[name]
 		if goos == "" {
 			continue
 		}
-		if err := check(clientOf(v), goos); err != nil {
+		if err := check(v.Client, goos); err != nil {
 			errs = append(errs, fmt.Errorf("%s: variants.%s.client: %w", cfg.File, name, err))
 			continue
 		}
-		if def, err := reg.Lookup(clientOf(v)); err == nil {
+		if def, err := reg.Lookup(v.Client); err == nil {
 			if err := checkModel(def, v.Model); err != nil {
 				errs = append(errs, fmt.Errorf("%s: variants.%s.model: %w", cfg.File, name, err))
 			}
 		}
-		if def, err := reg.Lookup(clientOf(v)); err == nil && preflight && def.Preflight != nil {
+		if def, err := reg.Lookup(v.Client); err == nil && preflight && def.Preflight != nil {
 			if err := def.Preflight(v.ClientOptions); err != nil {
 				errs = append(errs, fmt.Errorf("%s: variants.%s: %w", cfg.File, name, err))
 			}
@@ -60,7 +54,7 @@ func Check(cfg *eval.Config, cases []dataset.Case, reg *client.Registry, goos st
 		where := fmt.Sprintf("%s: case %q", c.Source, c.ID)
 		for _, name := range cfg.VariantOrder {
 			v := cfg.Variants[name]
-			def, err := reg.Lookup(clientOf(v))
+			def, err := reg.Lookup(v.Client)
 			if err != nil {
 				continue // reported with the variant
 			}
@@ -78,7 +72,7 @@ func Check(cfg *eval.Config, cases []dataset.Case, reg *client.Registry, goos st
 				errs = append(errs, fmt.Errorf("%s: clientOptions: client %s (variant %s) takes its options from the variant only; move them to variants.%s.clientOptions", where, def.Name, name, name))
 				continue
 			}
-			merged, err := shard.MergeOptions(v.ClientOptions, c.ClientOptions)
+			merged, err := mergeOptions(v.ClientOptions, c.ClientOptions)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: clientOptions: %w", where, err))
 				continue
@@ -107,7 +101,7 @@ func checkModel(def *client.Definition, model string) error {
 	if len(def.ModelProviders) == 0 || model == "" {
 		return nil
 	}
-	p := shard.ProviderOf(model)
+	p := provider.Of(model)
 	if slices.Contains(def.ModelProviders, p) {
 		return nil
 	}

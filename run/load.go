@@ -1,13 +1,9 @@
 package run
 
 import (
-	"encoding/json"
-	"errors"
+	"context"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"sort"
+	"slices"
 
 	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/report"
@@ -15,62 +11,55 @@ import (
 	"github.com/mst-eval/mst/transcript"
 )
 
-// LoadReport builds the report of a stored run from its folder alone: its
-// run.json, cases, transcripts and grades. A transcript without a stored
-// grade is graded again from the cases' expectations and the eval copy's
-// graders.
-func LoadReport(st *store.Run) (report.Report, error) {
-	rec, err := st.ReadRun()
+// LoadReport builds the report of a stored run from the store alone: its
+// record, cases, graders and grades. Only a trial that has a transcript and
+// no grade of it is graded (with the graders stored with the run), and its
+// grade is stored, so a second report grades nothing.
+func LoadReport(ctx context.Context, st store.Run) (report.Report, error) {
+	rec, err := st.ReadRun(ctx)
 	if err != nil {
 		return report.Report{}, err
 	}
-	cases, err := st.ReadCases()
+	cases, err := st.ReadCases(ctx)
 	if err != nil {
 		return report.Report{}, fmt.Errorf("reading the run's cases: %w", err)
 	}
-	grades := map[transcript.Key]grade.TrialGrade{}
-	if b, err := os.ReadFile(filepath.Join(st.Dir, "grades.json")); err == nil {
-		var g Grades
-		if err := json.Unmarshal(b, &g); err != nil {
-			return report.Report{}, fmt.Errorf("%s: %w", filepath.Join(st.Dir, "grades.json"), err)
-		}
-		for _, tg := range g.Trials {
-			grades[tg.Key] = tg
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return report.Report{}, err
-	}
-	var global []json.RawMessage
-	if b, err := os.ReadFile(filepath.Join(st.Dir, "graders.json")); err == nil {
-		if err := json.Unmarshal(b, &global); err != nil {
-			return report.Report{}, fmt.Errorf("%s: %w", filepath.Join(st.Dir, "graders.json"), err)
-		}
-	}
-	evalGraders, err := grade.ParseAll(global)
+	specs, err := st.ReadGraders(ctx)
 	if err != nil {
-		return report.Report{}, fmt.Errorf("graders%w", err)
+		return report.Report{}, fmt.Errorf("reading the run's graders: %w", err)
 	}
-	caseGraders := map[string][]grade.Grader{}
+	global, err := grade.ParseAll(specs)
+	if err != nil {
+		return report.Report{}, fmt.Errorf("the run's graders%w", err)
+	}
+	byCase := make(map[string][]grade.Grader, len(cases))
+	in := report.Input{Run: rec}
 	for _, c := range cases {
-		g, err := grade.ParseAll(c.Expect)
+		own, err := grade.ParseAll(c.Expect)
 		if err != nil {
 			return report.Report{}, fmt.Errorf("case %q: expect%w", c.ID, err)
 		}
-		caseGraders[c.ID] = append(append([]grade.Grader(nil), evalGraders...), g...)
-	}
-	in := report.Input{Run: rec}
-	for _, c := range cases {
+		byCase[c.ID] = append(slices.Clip(global), own...)
 		in.Cases = append(in.Cases, c.ID)
 	}
-	info := map[string]report.VariantInfo{}
-	err = st.Transcripts(func(t *transcript.Transcript) error {
-		_, r := Summarize(t, caseGraders[t.Case])
-		if stored, ok := grades[t.Key]; ok {
-			r.Graded, r.Passed = stored.Graded, stored.Passed
+	var planned []transcript.Key
+	for _, c := range cases {
+		for _, v := range rec.Variants {
+			for i := 1; i <= max(rec.Trials, 1); i++ {
+				planned = append(planned, transcript.Key{Case: c.ID, Variant: v, Trial: i})
+			}
 		}
-		in.Trials = append(in.Trials, r)
-		if _, ok := info[t.Variant]; !ok {
-			info[t.Variant] = report.VariantInfo{Name: t.Variant, Client: t.Client.Name, Model: t.Model}
+	}
+	g, err := gather(ctx, st, planned, func(id string) []grade.Grader { return byCase[id] }, nil)
+	if err != nil {
+		return report.Report{}, err
+	}
+	in.Trials = g.trials
+	// The variants' clients and models, as their trials recorded them.
+	info := map[string]report.VariantInfo{}
+	err = st.Grades(ctx, func(tg grade.TrialGrade) error {
+		if _, ok := info[tg.Variant]; !ok && tg.Trial.Client != "" {
+			info[tg.Variant] = report.VariantInfo{Name: tg.Variant, Client: transcript.CanonicalClient(tg.Trial.Client, nil), Model: tg.Trial.Model}
 		}
 		return nil
 	})
@@ -84,6 +73,5 @@ func LoadReport(st *store.Run) (report.Report, error) {
 		}
 		in.Variants = append(in.Variants, vi)
 	}
-	sort.Slice(in.Trials, func(i, j int) bool { return keyLess(in.Trials[i].Key, in.Trials[j].Key) })
 	return report.Build(in), nil
 }

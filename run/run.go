@@ -1,14 +1,23 @@
-// Package run carries out `mst run`: it plans an eval's trials, makes the
-// run folder (or reopens one to resume it), splits the trials into shards
-// of whole cases, runs the shards through a runner under one coordinator,
-// and gathers the run folder into grades.json and run.json.
+// Package run carries out `mst run`, the hub between the parts: a Plan
+// decides every trial and its setting once (plan.go); Execute creates the
+// run in a result store (or reopens it to resume it), splits the trials into
+// shards of whole cases, runs each shard through a runner under one
+// coordinator, grades each trial once as its transcript arrives, and
+// gathers the run into its record and report. LoadReport builds the report
+// of a stored run, grading only what has no grade.
+//
+// The flow of one trial:
+//
+//	Plan ─ Setting ─▶ bundle ─▶ runner (transport) ─▶ worker: client session ─▶ transcript
+//	     coordinator ◀─ trial message (+ bytes fetched back) ◀─┘
+//	     collector: store transcript ─▶ grade ─▶ append grade ─▶ progress
+//	     gather: grade what is still ungraded ─▶ counts, report
 package run
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -23,65 +33,55 @@ import (
 
 	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/dataset"
-	"github.com/mst-eval/mst/eval"
 	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/report"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/secrets"
-	"github.com/mst-eval/mst/servers"
 	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
 )
 
-// Options is one `mst run`.
+// Options are how a plan is executed.
 type Options struct {
-	Config *eval.Config
-	// Cases are the cases to run, already selected, in dataset order.
-	Cases []dataset.Case
-	// Variants are the variant names to run, in display order.
-	Variants []string
-	// Trials per case (the config's unless a flag overrides it).
-	Trials    int
-	Selection transcript.Selection
-	// Results is the folder that holds runs.
-	Results string
+	// Store holds runs; a new run is created in it. A resumed run is the
+	// plan's own.
+	Store store.Store
+	// Clients are the clients an in-process worker opens.
 	Clients *client.Registry
+	// Runner runs the shards, with the --runner-option values chosen.
+	Runner *runner.Definition
+	Chosen RunnerChoice
 	// Secrets are what clients may read (keys); the coordinator hands them
 	// to workers, and every one is redacted from what is stored.
 	Secrets *secrets.Set
-	// Redact removes secret values from every file of the run folder the
-	// coordinator writes; nil removes nothing.
-	Redact     *secrets.Redactor
-	Progress   Progress
-	Logger     *slog.Logger
+	// Redact removes secret values from everything the run stores.
+	Redact   *secrets.Redactor
+	Progress Progress
+	Logger   *slog.Logger
+	// MSTVersion is this MST's version, checked at every worker's hello;
+	// MST is the command that runs this mst binary here.
 	MSTVersion string
-	// Runner runs the shards; Shards is how many.
-	Runner     runner.Runner
-	RunnerInfo transcript.RunnerInfo
-	Shards     int
-	// Resume continues this stored run instead of starting one: it runs
-	// exactly the trials without a valid transcript (missing or cancelled,
-	// and errored ones too with RetryErrored) into the same folder.
-	Resume       *store.Run
-	RetryErrored bool
+	MST        []string
 	// Now returns the current time (tests pin it); nil means time.Now.
 	Now func() time.Time
+	// Heartbeat, Silence and StopGrace set the protocol's intervals (a
+	// worker's heartbeat, how long a silent worker is waited for, how long
+	// a worker gets to end once its stdin closes); zero means the
+	// defaults. Tests set them short.
+	Heartbeat, Silence, StopGrace time.Duration
 }
 
 // Outcome is what a run produced.
 type Outcome struct {
-	Store  *store.Run
+	Store  store.Run
 	Run    transcript.Run
 	Report report.Report
 }
 
-// ErrConfigChanged means a run cannot be resumed with this config.
-var ErrConfigChanged = errors.New("the eval config changed since the run")
-
-// Execute runs the eval. It returns the run even when it is partial (Ctrl-C,
+// Execute runs the plan. It returns the run even when it is partial (Ctrl-C,
 // a lost shard); the error says why a run could not run at all.
-func Execute(ctx context.Context, o Options) (*Outcome, error) {
+func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	now := time.Now
 	if o.Now != nil {
 		now = o.Now
@@ -89,108 +89,85 @@ func Execute(ctx context.Context, o Options) (*Outcome, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	variants, err := resolveVariants(o)
-	if err != nil {
-		return nil, err
-	}
-	caseGraders, err := gradersByCase(o.Config.Graders, o.Cases)
-	if err != nil {
-		return nil, err
-	}
-
 	var (
-		st  *store.Run
+		st  store.Run
 		rec transcript.Run
 	)
-	planned := plan(o.Cases, o.Variants, o.Trials)
-	todo := planned
-	if o.Resume != nil {
-		st = o.Resume
-		st.Redact = o.Redact
-		if rec, err = st.ReadRun(); err != nil {
-			return nil, err
-		}
-		if rec.ConfigHash != o.Config.Hash {
-			return nil, fmt.Errorf("%w: run %s was made from a config with hash %.12s…, %s now has %.12s…; resume it with the config it ran with", ErrConfigChanged, rec.ID, rec.ConfigHash, o.Config.File, o.Config.Hash)
-		}
-		if todo, err = remaining(st, planned, o.RetryErrored); err != nil {
-			return nil, err
-		}
+	// The runner is made before the run is stored, so a runner that
+	// cannot start (a bad host key, no Docker) leaves no run behind. Its
+	// in-process worker, if any, writes to st once it exists.
+	rn, err := o.Runner.New(ctx, runner.Params{
+		Options: o.Chosen.Options, Shards: o.Chosen.Shards, Keep: o.Chosen.Keep, Logger: o.Logger,
+		MST: o.MST, MSTVersion: o.MSTVersion, Secrets: o.Secrets, StopGrace: o.StopGrace, Heartbeat: o.Heartbeat,
+		InProcess: inProcess(func() store.Run { return st }, o, o.Runner.Name),
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer rn.Close()
+	if p.Resume != nil {
+		st, rec = p.Resume.Store, p.Resume.Record
 		rec.Resumes++
 		rec.Collect = transcript.CollectRunning
 		rec.Ended = time.Time{}
 	} else {
 		started := now().UTC()
-		id := newRunID(o.Config.Name, started)
-		if st, err = store.Create(o.Results, id); err != nil {
+		id := newRunID(p.Config.Name, started)
+		if st, err = o.Store.Create(ctx, id, o.Redact); err != nil {
 			return nil, err
 		}
-		st.Redact = o.Redact
 		rec = transcript.Run{
-			Kind: "mst.run", Version: transcript.RunVersion, ID: id, Eval: o.Config.Name,
-			ConfigFile: o.Config.File, ConfigHash: o.Config.Hash, MSTVersion: o.MSTVersion,
-			Started: started, Selection: o.Selection, Variants: o.Variants, Cases: len(o.Cases), Trials: o.Trials,
+			Kind: "mst.run", Version: transcript.RunVersion, ID: id, Eval: p.Config.Name,
+			ConfigFile: p.Config.File, ConfigHash: p.Config.Hash, MSTVersion: o.MSTVersion,
+			Started: started, Selection: p.Selection, Variants: p.Variants, Cases: len(p.Cases), Trials: p.Trials,
 			Collect: transcript.CollectRunning,
 		}
-		if err := writeRunFiles(st, o); err != nil {
+		if err := writeRunFiles(ctx, st, p); err != nil {
 			return nil, err
 		}
 	}
-	info := o.RunnerInfo
-	info.Machines = rec.Runner.Machines
-	rec.Runner = info
-	rec.Counts.Planned = len(planned)
-	if err := st.WriteJSON("run.json", rec); err != nil {
+	rec.Runner = transcript.RunnerInfo{
+		Name: o.Runner.Name, Options: o.Chosen.Options, Shards: o.Chosen.Shards, Keep: o.Chosen.Keep,
+		Machines: rec.Runner.Machines,
+	}
+	rec.Counts.Planned = len(p.Keys)
+	if err := st.WriteRun(ctx, rec); err != nil {
 		return nil, err
 	}
 
-	col := &collector{st: st, graders: caseGraders, progress: o.Progress}
+	todo := p.Todo()
+	col := &collector{st: st, plan: p, progress: o.Progress, logger: o.Logger}
 	if o.Progress != nil {
 		o.Progress.Start(rec, len(todo))
 	}
-	limits := o.Config.Limits
-	coord := &shard.Coordinator{
-		MSTVersion: o.MSTVersion,
-		Limits:     shard.NewLimiter(limits.Providers, limits.Servers),
-		Events:     col,
-		Logger:     o.Logger,
-		Secrets:    o.Secrets,
-	}
-	bundles := split(rec, variants, o.Cases, todo, max(o.Shards, 1), concurrency(limits))
-	attempt := rec.Resumes + 1
-	machines := make([]transcript.Machine, len(bundles))
-	var wg sync.WaitGroup
-	for i, b := range bundles {
-		wg.Go(func() {
-			rep, err := o.Runner.RunShard(ctx, runner.Shard{Bundle: b, Results: st.Dir, Serve: coord.Serve})
-			machines[i] = machineRecord(b, rep, err, ctx, attempt)
-			if err != nil {
-				o.Logger.Warn("shard ended badly", "shard", b.Shard, "err", err)
-			}
-		})
-	}
-	wg.Wait()
+	machines, err := runShards(ctx, p, o, rn, rec, todo, col)
 	if o.Progress != nil {
 		o.Progress.Finish()
 	}
+	if err != nil {
+		return nil, err
+	}
 	rec.Runner.Machines = append(rec.Runner.Machines, machines...)
+	interrupted := ctx.Err() != nil
+	// What is left records the run: it runs to its end after a Ctrl-C too,
+	// so the run's record and grades are whole.
+	ctx = context.WithoutCancel(ctx)
 
-	// Gather: the run folder is the truth, whatever this attempt did.
-	gathered, err := gather(st, planned, caseGraders)
+	// Gather: the store is the truth, whatever this attempt did.
+	g, err := gather(ctx, st, p.Keys, p.Graders, p.replaced())
 	if err != nil {
 		return nil, err
 	}
 	rec.Ended = now().UTC()
-	rec.Counts = gathered.counts
+	rec.Counts = g.counts
 	rec.Collect = transcript.CollectComplete
 	if rec.Counts.Missing > 0 || rec.Counts.Cancelled > 0 {
 		rec.Collect = transcript.CollectPartial
 	}
-	var notes []string
-	if ctx.Err() != nil {
+	var notes, failed []string
+	if interrupted {
 		notes = append(notes, "interrupted")
 	}
-	var failed []string
 	for _, m := range machines {
 		if m.Error != "" {
 			failed = append(failed, m.Error)
@@ -198,92 +175,155 @@ func Execute(ctx context.Context, o Options) (*Outcome, error) {
 	}
 	notes = append(notes, failed...)
 	rec.Note = strings.Join(notes, "; ")
-	if err := st.WriteJSON("run.json", rec); err != nil {
+	if err := st.WriteRun(ctx, rec); err != nil {
 		return nil, err
 	}
-	out := &Outcome{Store: st, Run: rec, Report: report.Build(reportInput(rec, o, gathered.trials))}
+	out := &Outcome{Store: st, Run: rec, Report: report.Build(p.reportInput(rec, g.trials))}
 	if len(failed) > 0 && len(failed) == len(machines) && col.total() == 0 {
 		return out, errors.New(strings.Join(failed, "\n"))
 	}
 	return out, nil
 }
 
-// plan lists every trial of the run, case by case, so a case's variants
-// and trials run close together.
-func plan(cases []dataset.Case, variants []string, trials int) []transcript.Key {
-	var keys []transcript.Key
-	for _, c := range cases {
-		for _, v := range variants {
-			for i := 1; i <= trials; i++ {
-				keys = append(keys, transcript.Key{Case: c.ID, Variant: v, Trial: i})
-			}
-		}
+// runShards makes the runner, runs every shard of todo under one
+// coordinator, and returns each shard's machine record.
+func runShards(ctx context.Context, p *Plan, o Options, rn runner.Runner, rec transcript.Run, todo []transcript.Key, col *collector) ([]transcript.Machine, error) {
+	coord := &shard.Coordinator{
+		MSTVersion: o.MSTVersion,
+		Limits:     shard.NewLimiter(p.Config.Limits.Providers, p.Config.Limits.Servers),
+		Events:     col,
+		Logger:     o.Logger,
+		Secrets:    o.Secrets,
+		Silence:    o.Silence,
 	}
-	return keys
-}
-
-// remaining returns the planned trials that have no valid transcript yet.
-func remaining(st *store.Run, planned []transcript.Key, retryErrored bool) ([]transcript.Key, error) {
-	done := map[transcript.Key]bool{}
-	err := st.Transcripts(func(t *transcript.Transcript) error {
-		switch t.Outcome.Status {
-		case transcript.Cancelled:
-		case transcript.Errored:
-			done[t.Key] = !retryErrored
-		default:
-			done[t.Key] = true
-		}
-		return nil
-	})
+	bundles := p.split(rec, todo, max(o.Chosen.Shards, 1))
+	staging, err := os.MkdirTemp("", "mst-bundles-")
 	if err != nil {
 		return nil, err
 	}
-	var todo []transcript.Key
-	for _, k := range planned {
-		if !done[k] {
-			todo = append(todo, k)
+	defer os.RemoveAll(staging)
+	attempt := rec.Resumes + 1
+	machines := make([]transcript.Machine, len(bundles))
+	var wg sync.WaitGroup
+	for i, b := range bundles {
+		dir := filepath.Join(staging, fmt.Sprint(b.Shard))
+		if err := shard.WriteBundle(dir, b); err != nil {
+			return nil, fmt.Errorf("writing the bundle of shard %d: %w", b.Shard, err)
 		}
+		wg.Go(func() {
+			var res shard.ShardResult
+			rep, err := rn.RunShard(ctx, runner.Shard{
+				Index: b.Shard, Run: rec.ID, Attempt: attempt, BundleDir: dir, HostPaths: p.hostPaths(b),
+				Serve: func(ctx context.Context, in io.Reader, out io.Writer, fetch runner.Fetch) error {
+					var serr error
+					res, serr = coord.Serve(ctx, b.Shard, in, out, shard.Fetch(fetch))
+					return serr
+				},
+			})
+			machines[i] = machineRecord(b, rep, res, err, ctx, attempt)
+			if err != nil {
+				o.Logger.Warn("shard ended badly", "shard", b.Shard, "err", err)
+			}
+		})
 	}
-	return todo, nil
+	wg.Wait()
+	return machines, nil
+}
+
+// inProcess is the worker of the local runner: it runs in this process and
+// writes transcripts into the run's store itself.
+func inProcess(results func() store.Run, o Options, runnerName string) runner.InProcess {
+	return func(ctx context.Context, bundleDir string, in io.Reader, out io.Writer) error {
+		b, err := shard.ReadBundle(bundleDir)
+		if err != nil {
+			return err
+		}
+		work, err := os.MkdirTemp("", "mst-work-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(work)
+		w := &shard.Worker{
+			Clients: o.Clients, Results: results(), Environment: Environment(runnerName),
+			Logger: o.Logger, MSTVersion: o.MSTVersion, WorkDir: work, Heartbeat: o.Heartbeat,
+		}
+		return w.Run(ctx, b, in, out)
+	}
 }
 
 // split puts the trials into shards by case (shard.Assign), each bundle
-// holding only its own cases. Empty shards are left out.
-func split(rec transcript.Run, variants []shard.Variant, cases []dataset.Case, keys []transcript.Key, n, conc int) []*shard.Bundle {
-	byCase := map[string]*dataset.Case{}
-	for i := range cases {
-		byCase[cases[i].ID] = &cases[i]
+// holding only its own cases and settings. Empty shards are left out.
+func (p *Plan) split(rec transcript.Run, keys []transcript.Key, n int) []*shard.Bundle {
+	byCase := make(map[string]*dataset.Case, len(p.Cases))
+	for i := range p.Cases {
+		byCase[p.Cases[i].ID] = &p.Cases[i]
 	}
-	bundles := make([]*shard.Bundle, n)
-	seen := make([]map[string]bool, n)
+	replace := p.replaced()
+	type acc struct {
+		b        *shard.Bundle
+		cases    map[string]bool
+		settings map[int]int // plan's index → bundle's
+	}
+	accs := make([]*acc, n)
 	for _, k := range keys {
 		i := shard.Assign(k.Case, n)
-		if bundles[i] == nil {
-			bundles[i] = &shard.Bundle{Run: rec, Shard: i, Variants: variants, Concurrency: conc}
-			seen[i] = map[string]bool{}
+		a := accs[i]
+		if a == nil {
+			a = &acc{b: &shard.Bundle{Run: rec, Shard: i, Concurrency: p.Config.Limits.Concurrency}, cases: map[string]bool{}, settings: map[int]int{}}
+			accs[i] = a
 		}
-		b := bundles[i]
-		b.Trials = append(b.Trials, k)
-		if !seen[i][k.Case] {
-			seen[i][k.Case] = true
-			b.Cases = append(b.Cases, *byCase[k.Case])
+		if !a.cases[k.Case] {
+			a.cases[k.Case] = true
+			a.b.Cases = append(a.b.Cases, *byCase[k.Case])
 		}
+		si, set := p.Setting(k)
+		bi, ok := a.settings[si]
+		if !ok {
+			bi = len(a.b.Settings)
+			a.settings[si] = bi
+			a.b.Settings = append(a.b.Settings, *set)
+		}
+		a.b.Trials = append(a.b.Trials, shard.Planned{Key: k, Setting: bi, Replace: replace[k]})
 	}
 	var out []*shard.Bundle
-	for _, b := range bundles {
-		if b != nil {
-			out = append(out, b)
+	for _, a := range accs {
+		if a != nil {
+			out = append(out, a.b)
 		}
 	}
 	return out
 }
 
-func machineRecord(b *shard.Bundle, rep runner.ShardReport, err error, ctx context.Context, attempt int) transcript.Machine {
+// hostPaths lists the absolute paths on this machine a bundle's servers
+// use, for runners that mount them into their machines.
+func (p *Plan) hostPaths(b *shard.Bundle) runner.HostPaths {
+	hp := runner.HostPaths{ConfigDir: p.Config.Dir}
+	for _, set := range b.Settings {
+		for _, s := range set.Servers {
+			if filepath.IsAbs(s.Command) && !slices.Contains(hp.Commands, s.Command) {
+				hp.Commands = append(hp.Commands, s.Command)
+			}
+			if filepath.IsAbs(s.Dir) && !slices.Contains(hp.Dirs, s.Dir) {
+				hp.Dirs = append(hp.Dirs, s.Dir)
+			}
+		}
+	}
+	return hp
+}
+
+func (p *Plan) replaced() map[transcript.Key]bool {
+	if p.Resume == nil {
+		return nil
+	}
+	return p.Resume.Replace
+}
+
+func machineRecord(b *shard.Bundle, rep runner.ShardReport, res shard.ShardResult, err error, ctx context.Context, attempt int) transcript.Machine {
 	m := transcript.Machine{Shard: b.Shard, ID: rep.Machine, Image: rep.Image, Trials: len(b.Trials), Attempt: attempt, Ended: "done"}
-	if h := rep.Result.Hello; h != nil {
+	if h := res.Hello; h != nil {
 		m.MSTVersion, m.ClientVersions, m.OS = h.MSTVersion, h.ClientVersions, h.OS
 	}
-	if d := rep.Result.Done; d != nil {
+	if d := res.Done; d != nil {
 		m.CleanupOK = d.CleanupOK
 	}
 	switch {
@@ -297,107 +337,16 @@ func machineRecord(b *shard.Bundle, rep runner.ShardReport, err error, ctx conte
 	return m
 }
 
-func gradersByCase(global []json.RawMessage, cases []dataset.Case) (map[string][]grade.Grader, error) {
-	graders, err := grade.ParseAll(global)
-	if err != nil {
-		return nil, fmt.Errorf("graders%w", err)
-	}
-	out := map[string][]grade.Grader{}
-	for _, c := range cases {
-		g, err := grade.ParseAll(c.Expect)
-		if err != nil {
-			return nil, fmt.Errorf("%s: case %q: expect%w", c.Source, c.ID, err)
-		}
-		out[c.ID] = append(append([]grade.Grader(nil), graders...), g...)
-	}
-	return out, nil
-}
-
-func concurrency(l eval.Limits) int {
-	if l.Concurrency > 0 {
-		return l.Concurrency
-	}
-	return 4
-}
-
-func writeRunFiles(st *store.Run, o Options) error {
-	if b, err := os.ReadFile(o.Config.File); err == nil {
-		if err := st.WriteFile("eval"+ext(o.Config.File), b); err != nil {
+func writeRunFiles(ctx context.Context, st store.Run, p *Plan) error {
+	if b, err := os.ReadFile(p.Config.File); err == nil {
+		if err := st.WriteConfig(ctx, filepath.Base(p.Config.File), b); err != nil {
 			return err
 		}
 	}
-	if err := st.WriteCases(o.Cases); err != nil {
+	if err := st.WriteCases(ctx, p.Cases); err != nil {
 		return err
 	}
-	graders := o.Config.Graders
-	if graders == nil {
-		graders = []json.RawMessage{}
-	}
-	return st.WriteJSON("graders.json", graders)
-}
-
-func ext(path string) string {
-	if strings.HasSuffix(path, ".json") {
-		return ".json"
-	}
-	return ".yaml"
-}
-
-// resolveVariants turns the config's variants into what a worker needs.
-func resolveVariants(o Options) ([]shard.Variant, error) {
-	var out []shard.Variant
-	for _, name := range o.Variants {
-		v, ok := o.Config.Variants[name]
-		if !ok {
-			return nil, fmt.Errorf("unknown variant %q", name)
-		}
-		clientName := v.Client
-		if clientName == "" {
-			clientName = "api"
-		}
-		def, err := o.Clients.Lookup(clientName)
-		if err != nil {
-			return nil, fmt.Errorf("variant %s: %w", name, err)
-		}
-		timeout := def.Timeout
-		var opt struct {
-			Timeout string `json:"timeout"`
-		}
-		if len(v.ClientOptions) > 0 {
-			json.Unmarshal(v.ClientOptions, &opt)
-		}
-		if opt.Timeout != "" {
-			d, err := time.ParseDuration(opt.Timeout)
-			if err != nil {
-				return nil, fmt.Errorf("variant %s: clientOptions.timeout: %q is not a duration (write 90s or 5m)", name, opt.Timeout)
-			}
-			timeout = d
-		}
-		names := v.Servers
-		if len(names) == 0 {
-			for n := range o.Config.Servers {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-		}
-		var list []servers.Server
-		for _, n := range names {
-			sc, ok := o.Config.Servers[n]
-			if !ok {
-				return nil, fmt.Errorf("variant %s: unknown server %q", name, n)
-			}
-			s := servers.Server{Name: n, Command: sc.Command, Args: sc.Args, Env: sc.Env, Dir: sc.Cwd, URL: sc.URL, Headers: sc.Headers, StartupTimeout: time.Duration(sc.StartupTimeout)}
-			if over := v.Tools[n]; len(over) > 0 {
-				s.Tools = map[string]servers.ToolOverride{}
-				for tool, ov := range over {
-					s.Tools[tool] = servers.ToolOverride{Description: ov.Description, Hidden: ov.Hidden}
-				}
-			}
-			list = append(list, s)
-		}
-		out = append(out, shard.Variant{Name: name, Client: clientName, Model: v.Model, Options: v.ClientOptions, Servers: list, Timeout: timeout, Provider: shard.ProviderOf(v.Model)})
-	}
-	return out, nil
+	return st.WriteGraders(ctx, p.Config.Graders)
 }
 
 // newRunID names a run: the eval's name, the start time and a random
@@ -413,30 +362,61 @@ func Environment(runnerName string) transcript.Environment {
 	return transcript.Environment{Runner: runnerName, OS: runtime.GOOS, Arch: runtime.GOARCH}
 }
 
-// collector follows trials as workers report them, for progress only: it
-// grades each and keeps nothing, so memory stays flat.
+// collector takes each trial as its worker reports it: it stores a
+// transcript fetched from another machine, grades the trial (the one time
+// it is graded in a run), appends the grade and shows progress. It keeps
+// nothing, so memory stays flat.
 type collector struct {
-	st       *store.Run
-	graders  map[string][]grade.Grader
+	st       store.Run
+	plan     *Plan
 	progress Progress
+	logger   *slog.Logger
 
 	mu sync.Mutex
 	n  int
 }
 
-func (c *collector) Trial(shardIndex int, m *shard.Trial) {
+func (c *collector) Trial(shardIndex int, m *shard.Trial, data []byte) {
+	ctx := context.Background() // a trial reported after Ctrl-C is still kept
+	t, err := c.take(ctx, m.Key, data)
+	if err != nil {
+		c.logger.Warn("a trial's transcript could not be stored; it stays missing", "shard", shardIndex, "trial", m.Key.String(), "err", err)
+		return
+	}
 	c.mu.Lock()
 	c.n++
 	c.mu.Unlock()
-	if c.progress == nil {
-		return
+	g := grade.Trial(t, c.plan.Graders(t.Case))
+	if err := c.st.AppendGrades(ctx, g); err != nil {
+		// Gathering grades it again.
+		c.logger.Warn("storing a grade failed", "trial", m.Key.String(), "err", err)
 	}
-	t, err := store.ReadTranscript(filepath.Join(c.st.Dir, filepath.FromSlash(m.Path)))
+	if c.progress != nil {
+		c.progress.Trial(report.NewTrial(g))
+	}
+}
+
+// take returns the transcript of key: decoded from data and stored, or
+// read from the store the worker wrote it to.
+func (c *collector) take(ctx context.Context, key transcript.Key, data []byte) (*transcript.Transcript, error) {
+	if data == nil {
+		return c.st.ReadTranscript(ctx, key)
+	}
+	t, err := transcript.Decode(data)
 	if err != nil {
-		return
+		return nil, fmt.Errorf("the worker's transcript: %w", err)
 	}
-	_, rec := Summarize(t, c.graders[t.Case])
-	c.progress.Trial(rec)
+	if t.Key != key {
+		return nil, fmt.Errorf("the worker reported %s and sent the transcript of %s", key, t.Key)
+	}
+	write := c.st.WriteTranscript
+	if c.plan.replaced()[key] {
+		write = c.st.ReplaceTranscript
+	}
+	if _, err := write(ctx, t); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 func (c *collector) total() int {
@@ -445,85 +425,95 @@ func (c *collector) total() int {
 	return c.n
 }
 
-// Summarize grades one transcript and reduces it to a report record.
-func Summarize(t *transcript.Transcript, graders []grade.Grader) (grade.TrialGrade, report.Trial) {
-	g := grade.Trial(t, graders)
-	return g, report.Trial{
-		Key: t.Key, Status: t.Outcome.Status, Cause: t.Outcome.Cause,
-		Graded: g.Graded, Passed: g.Passed,
-		InputTokens: t.Usage.InputTokens, OutputTokens: t.Usage.OutputTokens,
-		DurationMs: t.Timing.DurationMs, ToolCalls: len(t.ToolCalls),
-	}
-}
-
 type gathered struct {
 	counts transcript.Counts
 	trials []report.Trial
 }
 
-// gather reads every transcript of the run folder once: it grades each,
-// streams the grades to grades.json, and keeps the small record the report
-// needs. Transcripts of trials the run did not plan are ignored.
-func gather(st *store.Run, planned []transcript.Key, graders map[string][]grade.Grader) (gathered, error) {
+// gather reconciles the store: it grades every planned trial that has a
+// transcript and no grade of it yet (a crash between the two, a run from an
+// older MST), appends those grades, and returns the counts and the report's
+// records from the grades. replaced are trials whose transcript was
+// replaced in this attempt: their grade must be of the transcript stored
+// now. Transcripts of trials the run did not plan are ignored.
+func gather(ctx context.Context, st store.Run, planned []transcript.Key, graders func(caseID string) []grade.Grader, replaced map[transcript.Key]bool) (gathered, error) {
+	var g gathered
 	want := make(map[transcript.Key]bool, len(planned))
 	for _, k := range planned {
 		want[k] = true
 	}
-	var g gathered
-	g.counts.Planned = len(planned)
-	err := st.WriteStream("grades.json", func(w io.Writer) error {
-		io.WriteString(w, `{"kind":"mst.grades","version":1,"trials":[`)
-		first := true
-		err := st.Transcripts(func(t *transcript.Transcript) error {
-			if !want[t.Key] {
-				return nil
-			}
-			tg, rec := Summarize(t, graders[t.Case])
-			g.counts.Add(t.Outcome.Status)
-			g.trials = append(g.trials, rec)
-			b, err := json.Marshal(tg)
-			if err != nil {
-				return err
-			}
-			if !first {
-				io.WriteString(w, ",\n")
-			}
-			first = false
-			_, err = w.Write(b)
-			return err
-		})
-		if err != nil {
-			return err
+	grades := map[transcript.Key]grade.TrialGrade{}
+	err := st.Grades(ctx, func(tg grade.TrialGrade) error {
+		if want[tg.Key] {
+			grades[tg.Key] = tg
 		}
-		_, err = io.WriteString(w, "]}\n")
-		return err
+		return nil
 	})
+	if err != nil {
+		return g, err
+	}
+	keys, err := st.Keys(ctx)
+	if err != nil {
+		return g, err
+	}
+	var fresh []grade.TrialGrade
+	for _, k := range keys {
+		if !want[k] {
+			continue
+		}
+		old, ok := grades[k]
+		if ok && old.Trial.Status != "" && !replaced[k] {
+			continue
+		}
+		t, err := st.ReadTranscript(ctx, k)
+		if err != nil {
+			return g, err
+		}
+		if ok && old.Trial.Status != "" && old.Trial.Ended.Equal(t.Timing.Ended) {
+			continue // the grade is of this transcript
+		}
+		ng := grade.Trial(t, graders(k.Case))
+		if ok && old.Trial.Status == "" {
+			// A grade from before grades held the transcript's summary:
+			// keep its verdict, add the summary.
+			ng.Graded, ng.Passed, ng.Results = old.Graded, old.Passed, old.Results
+		}
+		grades[k] = ng
+		fresh = append(fresh, ng)
+	}
+	if len(fresh) > 0 {
+		if err := st.AppendGrades(ctx, fresh...); err != nil {
+			return g, err
+		}
+	}
+	g.counts.Planned = len(planned)
+	have := map[transcript.Key]bool{}
+	for _, k := range keys {
+		have[k] = true
+	}
+	for _, k := range planned {
+		tg, ok := grades[k]
+		if !ok || !have[k] {
+			continue
+		}
+		g.counts.Add(tg.Trial.Status)
+		g.trials = append(g.trials, report.NewTrial(tg))
+	}
 	g.counts.Missing = g.counts.Planned - g.counts.Done()
 	sort.Slice(g.trials, func(i, j int) bool { return keyLess(g.trials[i].Key, g.trials[j].Key) })
-	return g, err
+	return g, nil
 }
 
-func reportInput(rec transcript.Run, o Options, trials []report.Trial) report.Input {
+func (p *Plan) reportInput(rec transcript.Run, trials []report.Trial) report.Input {
 	in := report.Input{Run: rec, Trials: trials}
-	for _, name := range o.Variants {
-		v := o.Config.Variants[name]
-		cl := v.Client
-		if cl == "" {
-			cl = "api"
-		}
-		in.Variants = append(in.Variants, report.VariantInfo{Name: name, Client: cl, Model: v.Model, Description: v.Description})
+	for _, name := range p.Variants {
+		v := p.Config.Variants[name]
+		in.Variants = append(in.Variants, report.VariantInfo{Name: name, Client: v.Client, Model: v.Model, Description: v.Description})
 	}
-	for _, cs := range o.Cases {
+	for _, cs := range p.Cases {
 		in.Cases = append(in.Cases, cs.ID)
 	}
 	return in
-}
-
-// Grades is grades.json.
-type Grades struct {
-	Kind    string             `json:"kind"`
-	Version int                `json:"version"`
-	Trials  []grade.TrialGrade `json:"trials"`
 }
 
 func keyLess(a, b transcript.Key) bool {

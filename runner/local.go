@@ -6,9 +6,6 @@ import (
 	"errors"
 	"io"
 	"runtime"
-
-	"github.com/mst-eval/mst/shard"
-	"github.com/mst-eval/mst/store"
 )
 
 // LocalDefinition is the local runner: one shard, run by a worker inside
@@ -22,40 +19,40 @@ func LocalDefinition() *Definition {
 		MaxShards:   1,
 		ThisMachine: true,
 		New: func(ctx context.Context, p Params) (Runner, error) {
-			if p.Worker == nil {
-				return nil, errors.New("local runner: no worker")
+			if p.InProcess == nil {
+				return nil, errors.New("local runner: no in-process worker")
 			}
-			return &Local{Worker: p.Worker}, nil
+			return &Local{Worker: p.InProcess}, nil
 		},
 	}
 }
 
 // Local runs one shard in this process: an in-process worker connected to
-// the coordinator by two pipes that carry mst.shard/v1 lines.
+// the coordinator by two pipes that carry mst.shard/v1 lines. The worker
+// writes into the coordinator's store itself, so Serve gets no fetch.
 type Local struct {
-	// Worker is copied per shard; its Results is set to the run folder.
-	Worker *shard.Worker
+	Worker InProcess
 }
 
 // RunShard runs the worker and the coordinator's side together. A cancel of
-// ctx reaches the worker as a cancel message, as it would a remote one.
+// ctx reaches the worker as a cancel message from Serve, as it would a
+// remote one.
 func (l *Local) RunShard(ctx context.Context, s Shard) (ShardReport, error) {
-	w := *l.Worker
-	w.Results = &store.Run{Dir: s.Results}
 	toWorker, fromCoordinator := io.Pipe()
 	fromWorker, toCoordinator := io.Pipe()
 	workerDone := make(chan error, 1)
 	go func() {
-		err := w.Run(context.WithoutCancel(ctx), s.Bundle, toWorker, toCoordinator)
-		toCoordinator.Close()
+		err := l.Worker(context.WithoutCancel(ctx), s.BundleDir, toWorker, toCoordinator)
+		toCoordinator.CloseWithError(io.EOF)
+		toWorker.Close()
 		workerDone <- err
 	}()
-	res, err := s.Serve(ctx, s.Bundle.Shard, fromWorker, fromCoordinator, nil)
+	err := s.Serve(ctx, fromWorker, fromCoordinator, nil)
 	fromCoordinator.Close()
 	// Drain what the worker still writes so it can finish.
 	go io.Copy(io.Discard, fromWorker)
 	<-workerDone
-	return ShardReport{Result: res, Machine: "local"}, err
+	return ShardReport{Machine: "local"}, err
 }
 
 // Close does nothing: the local runner holds nothing.

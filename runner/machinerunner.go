@@ -3,7 +3,6 @@ package runner
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,22 +10,23 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
+	"sync/atomic"
 	"time"
 )
-
-// BundleFile is the name of the bundle's description in the bundle folder.
-const BundleFile = "bundle.json"
 
 // MachineRunner builds a whole runner from a function that creates one
 // machine per shard. For each shard it:
 //
 //  1. creates the machine;
-//  2. writes the bundle (the resolved variants, the shard's cases and trial
-//     keys) to a local folder and copies it to WORK/bundle on the machine;
+//  2. copies the shard's bundle folder to WORK/bundle on the machine;
 //  3. starts `mst collect --bundle WORK/bundle --results WORK/results`
 //     there, with its stdin and stdout connected to the coordinator;
-//  4. copies each transcript back as the worker reports it;
-//  5. removes the machine when the shard ends, unless keep says otherwise.
+//  4. brings back each file the coordinator fetches (CopyFrom into a
+//     temporary file, read and removed);
+//  5. once Serve returns, closes the worker's stdin and gives it
+//     p.StopGrace to end before its command is stopped;
+//  6. removes the machine, unless keep says otherwise.
 func MachineRunner(create CreateMachine, p Params) Runner {
 	keep := p.Keep
 	if keep == "" {
@@ -36,24 +36,22 @@ func MachineRunner(create CreateMachine, p Params) Runner {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &machineRunner{create: create, keep: keep, logger: logger}
+	return &machineRunner{create: create, keep: keep, logger: logger, grace: p.Grace(), heartbeat: p.Heartbeat}
 }
 
 type machineRunner struct {
-	create CreateMachine
-	keep   string
-	logger *slog.Logger
+	create    CreateMachine
+	keep      string
+	logger    *slog.Logger
+	grace     time.Duration
+	heartbeat time.Duration
 }
 
-// StopGrace is how long a worker gets to end after its channel's stdin
-// closes before it is stopped.
-const StopGrace = 10 * time.Second
-
-// copyBackTimeout bounds one copy of a transcript back to the coordinator.
-const copyBackTimeout = 2 * time.Minute
+// removeTimeout bounds the removal of a machine after its shard.
+const removeTimeout = 2 * time.Minute
 
 func (r *machineRunner) RunShard(ctx context.Context, s Shard) (rep ShardReport, err error) {
-	i := s.Bundle.Shard
+	i := s.Index
 	m, err := r.create(ctx, i)
 	if err != nil {
 		return rep, fmt.Errorf("shard %d: creating its machine: %w", i, err)
@@ -64,40 +62,36 @@ func (r *machineRunner) RunShard(ctx context.Context, s Shard) (rep ShardReport,
 			r.logger.Info("keeping the machine", "shard", i, "machine", m.ID())
 			return
 		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
 		defer cancel()
 		if rerr := m.Remove(rctx); rerr != nil {
 			r.logger.Warn("removing the machine failed", "shard", i, "machine", m.ID(), "err", rerr)
 		}
 	}()
 
-	local, err := os.MkdirTemp("", "mst-bundle-")
-	if err != nil {
-		return rep, err
-	}
-	defer os.RemoveAll(local)
-	b, err := json.Marshal(s.Bundle)
-	if err != nil {
-		return rep, err
-	}
-	if err := os.WriteFile(filepath.Join(local, BundleFile), b, 0o600); err != nil {
-		return rep, err
-	}
 	work := m.WorkDir()
 	bundleDir, resultsDir := path.Join(work, "bundle"), path.Join(work, "results")
-	if err := m.CopyTo(ctx, local, bundleDir); err != nil {
+	if err := m.CopyTo(ctx, s.BundleDir, bundleDir); err != nil {
 		return rep, fmt.Errorf("shard %d: copying the bundle to %s: %w", i, m.ID(), err)
 	}
+	fetched, err := os.MkdirTemp("", "mst-fetch-")
+	if err != nil {
+		return rep, err
+	}
+	defer os.RemoveAll(fetched)
 
 	// The worker's context outlives ctx a little: a cancel reaches it as a
 	// protocol message first, and only a worker that does not end within
-	// StopGrace after its stdin closes is stopped.
+	// the grace after its stdin closes is stopped.
 	execCtx, stopExec := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopExec()
 	stdinR, stdinW := io.Pipe()
 	stdoutR, stdoutW := io.Pipe()
 	stderr := &prefixWriter{logger: r.logger, shard: i}
 	argv := append(append([]string(nil), m.MST()...), "collect", "--bundle", bundleDir, "--results", resultsDir)
+	if r.heartbeat > 0 {
+		argv = append(argv, "--heartbeat", r.heartbeat.String())
+	}
 	execDone := make(chan error, 1)
 	go func() {
 		err := m.Exec(execCtx, argv, stdinR, stdoutW, stderr)
@@ -105,22 +99,25 @@ func (r *machineRunner) RunShard(ctx context.Context, s Shard) (rep ShardReport,
 		stdinR.Close()
 		execDone <- err
 	}()
-	fetch := func(ctx context.Context, p string) error {
-		// A cancel must not stop the copy back: the trials it cancelled
-		// still have transcripts to bring home, and a channel's copy (docker
-		// cp, scp) ends with its context.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), copyBackTimeout)
-		defer cancel()
-		return m.CopyFrom(ctx, path.Join(resultsDir, p), filepath.Join(s.Results, filepath.FromSlash(p)))
+	var n atomic.Int64
+	fetch := func(ctx context.Context, p string) ([]byte, error) {
+		// Each copy gets a file of its own: fetches may run at once.
+		local := filepath.Join(fetched, strconv.FormatInt(n.Add(1), 10))
+		defer os.RemoveAll(local)
+		if err := m.CopyFrom(ctx, path.Join(resultsDir, p), local); err != nil {
+			return nil, err
+		}
+		return os.ReadFile(local)
 	}
-	res, serveErr := s.Serve(ctx, i, stdoutR, stdinW, fetch)
-	rep.Result = res
+	serveErr := s.Serve(ctx, stdoutR, stdinW, fetch)
 	stdinW.Close()
 	go io.Copy(io.Discard, stdoutR)
 	var execErr error
+	grace := time.NewTimer(r.grace)
+	defer grace.Stop()
 	select {
 	case execErr = <-execDone:
-	case <-time.After(StopGrace):
+	case <-grace.C:
 		stopExec()
 		execErr = <-execDone
 	}

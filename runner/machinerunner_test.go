@@ -73,7 +73,7 @@ func (m *flakyMachine) triesOf(suffix string) int {
 // dir, each machine passed through wrap.
 func machineRunner(t *testing.T, dir, keep string, wrap func(runner.Machine) runner.Machine) runner.Runner {
 	t.Helper()
-	p := runner.Params{Options: map[string]string{"dir": dir}, MST: []string{mstBinary(t)}, Keep: keep}
+	p := runner.Params{Options: map[string]string{"dir": dir}, MST: []string{mstBinary(t)}, Keep: keep, MSTVersion: testVersion, StopGrace: runnertest.StopGrace, Heartbeat: runnertest.Heartbeat}
 	folders, err := runner.ProcessesDefinition().New(t.Context(), p)
 	if err != nil {
 		t.Fatal(err)
@@ -98,27 +98,58 @@ func testBundle(t *testing.T, serverArgs []string, prompts map[string]string, co
 	srv := servers.Server{Name: "test", Command: exe, Args: serverArgs, Env: map[string]string{runnertest.ServeEnv: "1"}}
 	b := &shard.Bundle{
 		Run:         transcript.Run{Kind: "mst.run", Version: transcript.RunVersion, ID: "machinerunner-test", Variants: []string{"v"}, Trials: 1},
-		Variants:    []shard.Variant{{Name: "v", Client: "api", Model: "offline", Provider: "offline", Servers: []servers.Server{srv}}},
+		Settings:    []shard.Setting{{Variant: "v", Client: "api", Model: "offline", Provider: "offline", Servers: []servers.Server{srv}}},
 		Concurrency: conc,
 	}
 	for _, id := range slices.Sorted(maps.Keys(prompts)) {
 		b.Cases = append(b.Cases, dataset.Case{ID: id, Input: prompts[id]})
-		b.Trials = append(b.Trials, transcript.Key{Case: id, Variant: "v", Trial: 1})
+		b.Trials = append(b.Trials, shard.Planned{Key: transcript.Key{Case: id, Variant: "v", Trial: 1}})
 	}
 	return b
 }
 
-func coordinator() *shard.Coordinator {
-	return &shard.Coordinator{MSTVersion: testVersion, Logger: slog.New(slog.DiscardHandler), Secrets: secrets.New()}
+// served is a shard served by a real coordinator, whose fetched
+// transcripts land in a run folder.
+type served struct {
+	results *store.DirRun
+	res     shard.ShardResult
+}
+
+func (e *served) Trial(shardIndex int, m *shard.Trial, data []byte) {
+	if tr, err := transcript.Decode(data); err == nil {
+		e.results.WriteTranscript(context.Background(), tr)
+	}
+}
+
+// shardOf writes b to a folder and returns the shard that serves it with a
+// coordinator, its input passed through wrap when wrap is not nil.
+func shardOf(t *testing.T, b *shard.Bundle, wrap func(io.Reader) io.Reader) (runner.Shard, *served) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := shard.WriteBundle(dir, b); err != nil {
+		t.Fatal(err)
+	}
+	sv := &served{results: store.OpenDir(t.TempDir(), nil)}
+	coord := &shard.Coordinator{MSTVersion: testVersion, Events: sv, Logger: slog.New(slog.DiscardHandler), Secrets: secrets.New()}
+	return runner.Shard{
+		Index: b.Shard, Run: b.Run.ID, Attempt: 1, BundleDir: dir,
+		Serve: func(ctx context.Context, in io.Reader, out io.Writer, fetch runner.Fetch) error {
+			if wrap != nil {
+				in = wrap(in)
+			}
+			var err error
+			sv.res, err = coord.Serve(ctx, b.Shard, in, out, shard.Fetch(fetch))
+			return err
+		},
+	}, sv
 }
 
 // statuses reads the status of every transcript in the run folder, by
 // case.
-func statuses(t *testing.T, results string) map[string]string {
+func statuses(t *testing.T, results store.Run) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	st := &store.Run{Dir: results}
-	if err := st.Transcripts(func(tr *transcript.Transcript) error {
+	if err := results.Transcripts(t.Context(), func(tr *transcript.Transcript) error {
 		out[tr.Case] = tr.Outcome.Status
 		return nil
 	}); err != nil {
@@ -142,12 +173,12 @@ func TestCopyBackFailsOnce(t *testing.T) {
 		flaky = &flakyMachine{Machine: m, suffix: "/c2.t1.json", fails: 1}
 		return flaky
 	})
-	results := t.TempDir()
-	if _, err := r.RunShard(t.Context(), runner.Shard{Bundle: testBundle(t, nil, echoes, 2), Results: results, Serve: coordinator().Serve}); err != nil {
+	s, sv := shardOf(t, testBundle(t, nil, echoes, 2), nil)
+	if _, err := r.RunShard(t.Context(), s); err != nil {
 		t.Fatalf("RunShard = %v", err)
 	}
 	want := map[string]string{"c1": transcript.Answered, "c2": transcript.Answered, "c3": transcript.Answered}
-	if diff := cmp.Diff(want, statuses(t, results)); diff != "" {
+	if diff := cmp.Diff(want, statuses(t, sv.results)); diff != "" {
 		t.Errorf("transcripts after one failed copy (-want +got):\n%s", diff)
 	}
 	if n := flaky.triesOf("/c2.t1.json"); n != 2 {
@@ -162,16 +193,15 @@ func TestCopyBackFailsAlways(t *testing.T) {
 	r := machineRunner(t, t.TempDir(), runner.KeepNever, func(m runner.Machine) runner.Machine {
 		return &flakyMachine{Machine: m, suffix: "/c2.t1.json", fails: -1}
 	})
-	results := t.TempDir()
-	rep, err := r.RunShard(t.Context(), runner.Shard{Bundle: testBundle(t, nil, echoes, 2), Results: results, Serve: coordinator().Serve})
-	if err != nil {
+	s, sv := shardOf(t, testBundle(t, nil, echoes, 2), nil)
+	if _, err := r.RunShard(t.Context(), s); err != nil {
 		t.Fatalf("RunShard = %v", err)
 	}
-	if rep.Result.Done == nil {
+	if sv.res.Done == nil {
 		t.Fatal("no done message")
 	}
 	want := map[string]string{"c1": transcript.Answered, "c3": transcript.Answered}
-	if diff := cmp.Diff(want, statuses(t, results)); diff != "" {
+	if diff := cmp.Diff(want, statuses(t, sv.results)); diff != "" {
 		t.Errorf("transcripts when one cannot be copied (-want +got):\n%s", diff)
 	}
 }
@@ -185,17 +215,14 @@ func TestCopyBackAfterCancel(t *testing.T) {
 		return &flakyMachine{Machine: m, ctxBound: true}
 	})
 	b := testBundle(t, nil, map[string]string{"a-first": "Please echo 'early'", "b-nap": "sleep for 300 seconds please"}, 2)
-	results := t.TempDir()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	serve := func(ctx context.Context, i int, in io.Reader, out io.Writer, fetch shard.Fetch) (shard.ShardResult, error) {
-		return coordinator().Serve(ctx, i, watchHeartbeat(in, "a-first", cancel), out, fetch)
-	}
-	if _, err := r.RunShard(ctx, runner.Shard{Bundle: b, Results: results, Serve: serve}); err != nil {
+	s, sv := shardOf(t, b, func(in io.Reader) io.Reader { return watchHeartbeat(in, "a-first", cancel) })
+	if _, err := r.RunShard(ctx, s); err != nil {
 		t.Fatalf("RunShard = %v", err)
 	}
 	want := map[string]string{"a-first": transcript.Answered, "b-nap": transcript.Cancelled}
-	if diff := cmp.Diff(want, statuses(t, results)); diff != "" {
+	if diff := cmp.Diff(want, statuses(t, sv.results)); diff != "" {
 		t.Errorf("transcripts after a cancel (-want +got):\n%s", diff)
 	}
 }
@@ -254,11 +281,12 @@ func TestKeep(t *testing.T) {
 			if tt.failing {
 				args = []string{"--fail-start"}
 			}
-			_, err := r.RunShard(t.Context(), runner.Shard{Bundle: testBundle(t, args, map[string]string{"c": "Please echo 'x'"}, 1), Results: t.TempDir(), Serve: coordinator().Serve})
+			s, _ := shardOf(t, testBundle(t, args, map[string]string{"c": "Please echo 'x'"}, 1), nil)
+			_, err := r.RunShard(t.Context(), s)
 			if (err != nil) != tt.failing {
 				t.Fatalf("RunShard = %v, want an error: %v", err, tt.failing)
 			}
-			_, statErr := os.Stat(filepath.Join(dir, "shard-0", "bundle", runner.BundleFile))
+			_, statErr := os.Stat(filepath.Join(dir, "shard-0", "bundle"))
 			if kept := statErr == nil; kept != tt.wantKept {
 				t.Errorf("keep=%s, shard failed %v: machine kept = %v, want %v", tt.keep, tt.failing, kept, tt.wantKept)
 			}

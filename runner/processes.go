@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/mst-eval/mst/internal/proctree"
 )
 
 // ProcessesDefinition is the processes runner: each shard is a child
@@ -43,7 +45,7 @@ func ProcessesDefinition() *Definition {
 				}
 				owned = true
 			}
-			pr := &processes{root: root, owned: owned, mst: p.MST}
+			pr := &processes{root: root, owned: owned, mst: p.MST, grace: p.Grace()}
 			pr.Runner = MachineRunner(pr.create, p)
 			return pr, nil
 		},
@@ -55,6 +57,7 @@ type processes struct {
 	root  string
 	owned bool
 	mst   []string
+	grace time.Duration
 }
 
 func (p *processes) create(ctx context.Context, i int) (Machine, error) {
@@ -62,7 +65,7 @@ func (p *processes) create(ctx context.Context, i int) (Machine, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	return &folder{dir: dir, mst: p.mst}, nil
+	return &folder{dir: dir, mst: p.mst, grace: p.grace}, nil
 }
 
 // Close removes the shards' root folder when the runner made it and it
@@ -78,6 +81,8 @@ func (p *processes) Close() error {
 type folder struct {
 	dir string
 	mst []string
+	// grace is how long a child gets between SIGTERM and SIGKILL.
+	grace time.Duration
 }
 
 func (f *folder) ID() string      { return f.dir }
@@ -89,7 +94,7 @@ func (f *folder) Remove(ctx context.Context) error { return os.RemoveAll(f.dir) 
 
 // Exec runs argv as a child process in the folder. Its first element is the
 // program; the child sees "mst" as its name. When ctx ends the child is
-// stopped in steps: SIGTERM, then SIGKILL after a grace period.
+// stopped in steps: SIGTERM, then SIGKILL after the runner's stop grace.
 //
 // Exec returns when the child exits, even while stdin is still open: the
 // coordinator keeps a worker's stdin open for the whole shard, and a worker
@@ -101,9 +106,11 @@ func (f *folder) Exec(ctx context.Context, argv []string, stdin io.Reader, stdou
 	cmd.Args[0] = "mst"
 	cmd.Dir = f.dir
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	isolate(cmd)
+	// A process group of its own: a Ctrl-C at the terminal reaches only
+	// the coordinator, which passes it on as a cancel message.
+	proctree.Group(cmd)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 5 * time.Second
+	cmd.WaitDelay = f.grace
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return err

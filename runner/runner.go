@@ -22,9 +22,9 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/mst-eval/mst/secrets"
-	"github.com/mst-eval/mst/shard"
 )
 
 // Keep policies: which machines survive their shard.
@@ -62,14 +62,22 @@ type Definition struct {
 	// them (`mst runner cleanup`). Both nil when the runner leaves nothing.
 	Leftovers func(ctx context.Context, options map[string]string, runID string) ([]Leftover, error)
 	Remove    func(ctx context.Context, options map[string]string, l Leftover) error
+	// MachineCommands are the helper commands the runner runs inside its
+	// machines, as `mst runner NAME ARGS…` (docker: idle, stop-exec).
+	// mst offers every runner's as hidden subcommands of `mst runner`; two
+	// runners that need the same command declare the same one.
+	MachineCommands []MachineCommand
 }
 
 // SetupParams is what `mst runner setup` passes a runner.
 type SetupParams struct {
 	Options map[string]string
 	// MST is the path of this mst binary, to put in a worker image.
-	MST    string
-	Logger *slog.Logger
+	MST string
+	// MSTVersion is this mst's version (what a worker image is tagged
+	// with).
+	MSTVersion string
+	Logger     *slog.Logger
 	// Out receives progress meant for the user.
 	Out io.Writer
 }
@@ -83,6 +91,10 @@ type Leftover struct {
 	Detail string `json:"detail,omitempty"`
 }
 
+// DefaultStopGrace is how long a worker gets to end after its stdin closes
+// before it is stopped, when Params.StopGrace is zero.
+const DefaultStopGrace = 10 * time.Second
+
 // Params is what a runner is made with.
 type Params struct {
 	// Options are the runner's --runner-option values, checked against
@@ -94,29 +106,84 @@ type Params struct {
 	// MST is the command that runs this mst binary on this machine, for
 	// runners that start workers here.
 	MST []string
-	// Worker is the template of an in-process worker (local).
-	Worker *shard.Worker
+	// MSTVersion is this mst's version: the one source runners learn it
+	// from (image tags, labels, the check of the mst on a machine).
+	MSTVersion string
+	// InProcess is the worker the local runner runs inside this process;
+	// nil for the other runners.
+	InProcess InProcess
 	// Secrets are the run's secret values, for runners that need to hide
 	// them from what they print.
 	Secrets *secrets.Set
+	// StopGrace is how long a worker gets to end after its stdin closes
+	// before it is stopped, and then again between SIGTERM and SIGKILL;
+	// zero means DefaultStopGrace. Tests set it small.
+	StopGrace time.Duration
+	// Heartbeat, when not zero, is how often the workers MachineRunner
+	// starts send heartbeats (`mst collect --heartbeat D`); zero leaves the
+	// worker's default. Tests set it small.
+	Heartbeat time.Duration
 }
 
-// Serve is the coordinator's side of one shard's channel: it reads the
-// worker's stdout from in, writes to the worker's stdin through out, and
-// copies transcripts back with fetch.
-type Serve func(ctx context.Context, shardIndex int, in io.Reader, out io.Writer, fetch shard.Fetch) (shard.ShardResult, error)
+// Grace is p.StopGrace, or DefaultStopGrace when it is zero.
+func (p Params) Grace() time.Duration {
+	if p.StopGrace > 0 {
+		return p.StopGrace
+	}
+	return DefaultStopGrace
+}
 
-// Shard is one shard to run.
+// InProcess runs a worker inside this process (the local runner): it reads
+// the bundle from bundleDir, reads coordinator messages from in and writes
+// protocol lines to out, and returns when the worker is done. The
+// coordinator's side supplies it.
+type InProcess func(ctx context.Context, bundleDir string, in io.Reader, out io.Writer) error
+
+// Fetch returns the bytes of one file the worker wrote, by its
+// slash-separated path relative to the worker's results folder. It uses
+// ctx as given: the coordinator bounds it and detaches it from a cancel,
+// and a runner adds no timeout of its own. A runner whose worker writes
+// into the coordinator's store itself (local) passes nil.
+type Fetch func(ctx context.Context, path string) ([]byte, error)
+
+// Shard is one shard to run, as the coordinator hands it to a runner.
 type Shard struct {
-	Bundle *shard.Bundle
-	// Results is the run folder on the coordinator's machine.
-	Results string
-	Serve   Serve
+	// Index is the shard's number, from 0.
+	Index int
+	// Run is the run's id, which machine runners name and label their
+	// machines with.
+	Run string
+	// Attempt counts the run's attempts from 1 (a resumed run is attempt
+	// 2 and up), so the machines of a kept earlier attempt keep their
+	// names.
+	Attempt int
+	// BundleDir is a local folder holding the worker's bundle (files the
+	// runner does not read). A machine runner copies it to WORK/bundle on
+	// the machine.
+	BundleDir string
+	// HostPaths are the paths on this machine the shard's servers use, for
+	// runners whose machines can mount them (docker).
+	HostPaths HostPaths
+	// Serve is the coordinator's side of the channel: it reads the
+	// worker's stdout from in, writes to the worker's stdin through out,
+	// and brings files back with fetch. It returns when the worker said
+	// done, or was lost.
+	Serve func(ctx context.Context, in io.Reader, out io.Writer, fetch Fetch) error
 }
 
-// ShardReport says how a shard ran.
+// HostPaths are the absolute paths on the coordinator's machine that a
+// shard's stdio servers use.
+type HostPaths struct {
+	// Commands are the server commands given by absolute path.
+	Commands []string
+	// Dirs are the servers' working folders given by absolute path.
+	Dirs []string
+	// ConfigDir is the folder of the eval config file, or "".
+	ConfigDir string
+}
+
+// ShardReport says where a shard ran.
 type ShardReport struct {
-	Result  shard.ShardResult
 	Machine string
 	Image   string
 }
@@ -125,7 +192,7 @@ type ShardReport struct {
 type Runner interface {
 	// RunShard starts a worker for s and connects it to s.Serve. It returns
 	// when the worker has ended; the error says why the shard did not end
-	// cleanly.
+	// cleanly (Serve's error, or why no worker could be started).
 	RunShard(ctx context.Context, s Shard) (ShardReport, error)
 	// Close releases what the runner holds. It is safe after a failed New.
 	Close() error

@@ -8,16 +8,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/mst-eval/mst/internal/tailbuf"
 	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mst-eval/mst/internal/tailbuf"
 )
 
 // DefaultStartupTimeout bounds connecting to a server and listing its tools
@@ -50,6 +53,7 @@ type Conn struct {
 
 	session *mcp.ClientSession
 	stderr  *tailbuf.Buffer
+	cmd     *exec.Cmd // a stdio server's command; nil for HTTP
 }
 
 // Connect starts (stdio) or reaches (HTTP) the server, initializes an MCP
@@ -100,6 +104,15 @@ func Connect(ctx context.Context, s Server) (*Conn, error) {
 func (c *Conn) transport() (mcp.Transport, error) {
 	s := c.Server
 	if s.URL != "" {
+		for k, v := range s.Headers {
+			if !validHeaderName(k) {
+				return nil, fmt.Errorf("header %q is not a valid HTTP header name (check servers.%s.headers)", k, s.Name)
+			}
+			if !validHeaderValue(v) {
+				// The value is not quoted: it is often a secret.
+				return nil, fmt.Errorf("the value of header %q has a line break or another control character (check servers.%s.headers)", k, s.Name)
+			}
+		}
 		hc := &http.Client{}
 		if len(s.Headers) > 0 {
 			hc.Transport = headerTransport{headers: s.Headers, base: http.DefaultTransport}
@@ -113,6 +126,7 @@ func (c *Conn) transport() (mcp.Transport, error) {
 	cmd.Dir = s.Dir
 	cmd.Env = serverEnv(s.Env)
 	cmd.Stderr = c.stderr
+	c.cmd = cmd
 	return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
 }
 
@@ -122,13 +136,18 @@ func (c *Conn) startError(ctx context.Context, timeout time.Duration, doing stri
 		return fmt.Errorf("server %s: %w: no answer within %s while %s (raise servers.%s.startupTimeout if it is slow to start)%s",
 			s.Name, ErrServer, timeout, doing, s.Name, c.printed())
 	}
-	var execErr *exec.Error
-	if errors.As(err, &execErr) {
-		return fmt.Errorf("server %s: %w: cannot start %q: %v (check servers.%s.command)", s.Name, ErrServer, s.Command, execErr.Err, s.Name)
-	}
-	var pathErr *fs.PathError
-	if errors.As(err, &pathErr) && s.URL == "" {
-		return fmt.Errorf("server %s: %w: cannot start %q: %v (check servers.%s.command)", s.Name, ErrServer, s.Command, pathErr.Err, s.Name)
+	// Only a command that never started is the command's fault: once it
+	// runs, a path error is a write to a server that stopped reading
+	// (broken pipe), and what it printed says why.
+	if c.cmd != nil && c.cmd.Process == nil {
+		var execErr *exec.Error
+		if errors.As(err, &execErr) {
+			return fmt.Errorf("server %s: %w: cannot start %q: %v (check servers.%s.command)", s.Name, ErrServer, s.Command, execErr.Err, s.Name)
+		}
+		var pathErr *fs.PathError
+		if errors.As(err, &pathErr) {
+			return fmt.Errorf("server %s: %w: cannot start %q: %v (check servers.%s.command)", s.Name, ErrServer, s.Command, pathErr.Err, s.Name)
+		}
 	}
 	return fmt.Errorf("server %s: %w: %s: %v%s", s.Name, ErrServer, doing, err, c.printed())
 }
@@ -153,10 +172,15 @@ type CallResult struct {
 	IsError bool
 }
 
-// Call calls a tool by its name on the server. An error means no result
-// came back (the server exited, or answered with a protocol error); it wraps
+// Call calls a tool by its name on the server. A tool that is not among
+// Tools (hidden by the variant, or unknown) is not sent to the server: the
+// result is an error result saying so. An error means no result came back
+// (the server exited, or answered with a protocol error); it wraps
 // ErrServer unless ctx ended first.
 func (c *Conn) Call(ctx context.Context, tool string, args json.RawMessage) (CallResult, error) {
+	if !slices.ContainsFunc(c.Tools, func(t Tool) bool { return t.Name == tool }) {
+		return CallResult{Text: fmt.Sprintf("server %s offers no tool %q", c.Server.Name, tool), IsError: true}, nil
+	}
 	var arguments any = map[string]any{}
 	if len(bytes.TrimSpace(args)) > 0 && string(bytes.TrimSpace(args)) != "null" {
 		arguments = args
@@ -166,18 +190,50 @@ func (c *Conn) Call(ctx context.Context, tool string, args json.RawMessage) (Cal
 		if ctx.Err() != nil {
 			return CallResult{}, ctx.Err()
 		}
+		c.awaitExit(err)
 		return CallResult{}, fmt.Errorf("server %s: tool %s: %w: %v%s", c.Server.Name, tool, ErrServer, err, c.printed())
 	}
 	return CallResult{Text: contentText(res), IsError: res.IsError}, nil
 }
 
+// awaitExit waits, for at most 2s, for the session of a stdio server whose
+// call failed without an answer (it exited) to end, so that its stderr has
+// been read to the end when the error quotes it: the SDK fails the call as
+// soon as the server's stdout closes, before it has waited for the process.
+func (c *Conn) awaitExit(err error) {
+	if c.cmd == nil {
+		return
+	}
+	if _, answered := errors.AsType[*jsonrpc.Error](err); answered {
+		return // the server is still there
+	}
+	done := make(chan struct{})
+	go func() {
+		c.session.Wait()
+		close(done)
+	}()
+	timer := time.NewTimer(2 * time.Second)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+	}
+}
+
 // Close ends the session (for stdio, closes the server's stdin, then stops
-// it in steps).
+// it in steps: SIGTERM after 2s, SIGKILL 2s later). It is safe on the nil
+// Conn a failed Connect returns. A stdio server that had to be stopped by
+// a signal, or exited with a failure status once its stdin closed, is not
+// an error: it is gone, as Close promises.
 func (c *Conn) Close() error {
 	if c == nil || c.session == nil {
 		return nil
 	}
-	return c.session.Close()
+	err := c.session.Close()
+	if _, ok := errors.AsType[*exec.ExitError](err); ok && c.cmd != nil {
+		return nil
+	}
+	return err
 }
 
 func contentText(res *mcp.CallToolResult) string {
@@ -291,4 +347,28 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Header.Set(k, v)
 	}
 	return h.base.RoundTrip(r)
+}
+
+// validHeaderName reports whether k is an HTTP header name (an RFC 9110
+// token).
+func validHeaderName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for _, r := range k {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", r)) {
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderValue reports whether v has no control characters but tabs.
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if b := v[i]; b < ' ' && b != '\t' || b == 0x7f {
+			return false
+		}
+	}
+	return true
 }

@@ -2,7 +2,10 @@ package shard
 
 import (
 	"encoding/json"
+	"fmt"
 	"hash/fnv"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/mst-eval/mst/dataset"
@@ -10,32 +13,121 @@ import (
 	"github.com/mst-eval/mst/transcript"
 )
 
+// BundleFormat is the version of the bundle this MST writes and reads. A
+// worker runs the coordinator's own MST (hello refuses any other), so a
+// bundle of another format is refused as such.
+const BundleFormat = 2
+
+// bundleFile is the bundle's file in a bundle folder.
+const bundleFile = "bundle.json"
+
 // Bundle is everything a worker needs to run one shard, resolved by the
-// coordinator: it never loads a dataset or a config itself.
+// coordinator's plan: the worker never loads a dataset or a config, and
+// never resolves a setting itself.
 type Bundle struct {
-	Run      transcript.Run `json:"run"`
-	Shard    int            `json:"shard"`
-	Variants []Variant      `json:"variants"`
+	Format int            `json:"format"`
+	Run    transcript.Run `json:"run"`
+	Shard  int            `json:"shard"`
+	// Settings are the fixed settings the shard's trials run with: one per
+	// variant, and one more per case that overrides the model or options.
+	Settings []Setting `json:"settings"`
 	// Cases are the shard's cases (whole cases: all their variants and
 	// trials are in this shard).
 	Cases []dataset.Case `json:"cases"`
-	// Trials are the shard's trial keys, in the order to start them.
-	Trials []transcript.Key `json:"trials"`
+	// Trials are the shard's trials, in the order to start them.
+	Trials []Planned `json:"trials"`
 	// Concurrency is how many trials the worker runs at once.
 	Concurrency int `json:"concurrency"`
 }
 
-// Variant is a variant resolved for a worker.
-type Variant struct {
-	Name    string           `json:"name"`
-	Client  string           `json:"client"`
-	Model   string           `json:"model"`
-	Options json.RawMessage  `json:"options,omitempty"`
-	Servers []servers.Server `json:"servers"`
-	// Timeout is the trial timeout (0: none).
-	Timeout time.Duration `json:"timeout,omitempty"`
+// Setting is one fixed setting of a client, resolved: trials of one setting
+// may share a session; trials of two never do.
+type Setting struct {
+	Variant string `json:"variant"`
+	Client  string `json:"client"`
+	Model   string `json:"model"`
 	// Provider is the model's provider, for limits ("anthropic").
 	Provider string `json:"provider,omitempty"`
+	// Options are the client's options with the case's overrides, and
+	// without MST's own keys (timeout, apiKeyEnv), which are the typed
+	// fields below.
+	Options json.RawMessage `json:"options,omitempty"`
+	// Timeout is the trial timeout (0: none).
+	Timeout time.Duration `json:"timeout,omitempty"`
+	// KeyEnv is the variable clientOptions.apiKeyEnv named, or "".
+	KeyEnv  string           `json:"keyEnv,omitempty"`
+	Servers []servers.Server `json:"servers"`
+}
+
+// Planned is one trial of a bundle.
+type Planned struct {
+	transcript.Key
+	// Setting indexes Bundle.Settings.
+	Setting int `json:"setting"`
+	// Replace is set when the trial already has a transcript (errored or
+	// cancelled, in a resumed run) that this one replaces.
+	Replace bool `json:"replace,omitempty"`
+}
+
+// Keys returns the bundle's trial keys, in order.
+func (b *Bundle) Keys() []transcript.Key {
+	out := make([]transcript.Key, len(b.Trials))
+	for i, t := range b.Trials {
+		out[i] = t.Key
+	}
+	return out
+}
+
+// WriteBundle writes b into the folder dir (made if needed).
+func WriteBundle(dir string, b *Bundle) error {
+	b.Format = BundleFormat
+	data, err := json.Marshal(b)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, bundleFile), data, 0o600)
+}
+
+// ReadBundle reads the bundle in the folder dir and checks that it is whole.
+func ReadBundle(dir string) (*Bundle, error) {
+	data, err := os.ReadFile(filepath.Join(dir, bundleFile))
+	if err != nil {
+		return nil, fmt.Errorf("reading the bundle: %w", err)
+	}
+	var b Bundle
+	if err := json.Unmarshal(data, &b); err != nil {
+		return nil, fmt.Errorf("reading the bundle %s: %w", filepath.Join(dir, bundleFile), err)
+	}
+	if b.Format != BundleFormat {
+		return nil, fmt.Errorf("the bundle in %s has format %d; this MST reads format %d: the worker must run the coordinator's MST", dir, b.Format, BundleFormat)
+	}
+	if err := b.check(); err != nil {
+		return nil, fmt.Errorf("the bundle in %s: %w", dir, err)
+	}
+	return &b, nil
+}
+
+// check makes sure every trial names a setting and a case of the bundle.
+func (b *Bundle) check() error {
+	cases := make(map[string]bool, len(b.Cases))
+	for _, c := range b.Cases {
+		cases[c.ID] = true
+	}
+	for _, t := range b.Trials {
+		if t.Setting < 0 || t.Setting >= len(b.Settings) {
+			return fmt.Errorf("trial %s names setting %d of %d", t.Key, t.Setting, len(b.Settings))
+		}
+		if !cases[t.Case] {
+			return fmt.Errorf("trial %s names a case the bundle does not hold", t.Key)
+		}
+		if b.Settings[t.Setting].Variant != t.Variant {
+			return fmt.Errorf("trial %s names setting %d of variant %s", t.Key, t.Setting, b.Settings[t.Setting].Variant)
+		}
+	}
+	return nil
 }
 
 // Assign returns the shard of a case among n: fnv64a(caseID) mod n. The

@@ -19,10 +19,13 @@ import (
 var ErrWorkerLost = errors.New("worker lost")
 
 // Events receive what the coordinator learns from workers. Methods are
-// called from the goroutine serving each shard.
+// called from the goroutine serving each shard, so several at once.
 type Events interface {
-	// Trial is called when a worker reports a finished trial.
-	Trial(shard int, m *Trial)
+	// Trial is called when a worker reports a finished trial. data is the
+	// transcript's bytes as fetched back from the worker's machine, or nil
+	// when the worker wrote it into the run's store itself (Serve was given
+	// no fetch).
+	Trial(shard int, m *Trial, data []byte)
 }
 
 // Coordinator is the coordinator's side of mst.shard/v1 for one run: it
@@ -46,11 +49,15 @@ type Coordinator struct {
 	TokenSource TokenSource
 }
 
-// Fetch copies one file the worker wrote (a path relative to the run
-// folder) into the coordinator's run folder. Runners whose workers write
-// elsewhere give one to Serve; nil means the worker writes into the
-// coordinator's folder itself.
-type Fetch func(ctx context.Context, path string) error
+// Fetch returns the bytes of one file the worker wrote, by the path its
+// trial message gave (relative to the worker's results). Runners whose
+// workers write on another machine give one to Serve; nil means the worker
+// writes into the run's store itself. Serve bounds each fetch and detaches
+// it from a cancel, so a fetch need not.
+type Fetch func(ctx context.Context, path string) ([]byte, error)
+
+// CopyBackTimeout bounds the copy of one transcript back from a worker.
+const CopyBackTimeout = 2 * time.Minute
 
 // ShardResult is how a shard ended.
 type ShardResult struct {
@@ -190,11 +197,16 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 					logger.Warn("the worker could not store a trial's transcript; it stays missing", "shard", shard, "trial", m.Key.String())
 					continue
 				}
-				if fetch != nil && !c.fetch(ctx, fetch, m.Path, logger, shard, m.Key.String()) {
-					continue
+				var data []byte
+				if fetch != nil {
+					var ok bool
+					if data, ok = c.fetch(ctx, fetch, m.Path, logger, shard, m.Key.String()); !ok {
+						timer.Reset(silence) // a failed copy may take a while too
+						continue
+					}
 				}
 				if c.Events != nil {
-					c.Events.Trial(shard, m)
+					c.Events.Trial(shard, m, data)
 				}
 				// Copying may take a while; the worker was not silent meanwhile.
 				timer.Reset(silence)
@@ -219,18 +231,18 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 
 // fetch copies one transcript back, trying twice. It runs on a context of
 // its own: a trial reported after Ctrl-C is still worth keeping.
-func (c *Coordinator) fetch(ctx context.Context, fetch Fetch, path string, logger *slog.Logger, shard int, trial string) bool {
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+func (c *Coordinator) fetch(ctx context.Context, fetch Fetch, path string, logger *slog.Logger, shard int, trial string) ([]byte, bool) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CopyBackTimeout)
 	defer cancel()
-	err := fetch(fctx, path)
+	data, err := fetch(fctx, path)
 	if err != nil {
-		err = fetch(fctx, path)
+		data, err = fetch(fctx, path)
 	}
 	if err != nil {
 		logger.Warn("copying a transcript back failed twice; the trial stays missing", "shard", shard, "trial", trial, "err", err)
-		return false
+		return nil, false
 	}
-	return true
+	return data, true
 }
 
 // Limiter holds the eval's limits per provider and per server across every

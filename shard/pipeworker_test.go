@@ -177,22 +177,33 @@ func helloFrom(mst string, index int) *shard.Hello {
 	return &shard.Hello{Protocol: shard.Protocol, MSTVersion: mst, Shard: index, OS: "linux", Arch: "amd64"}
 }
 
-// trialEvents keeps the trials a Coordinator reports.
+// trialEvents keeps the trials a Coordinator reports, with the bytes
+// Serve fetched for each (nil when it was given no fetch).
 type trialEvents struct {
 	mu     sync.Mutex
 	trials []*shard.Trial
+	data   [][]byte
 }
 
-func (e *trialEvents) Trial(_ int, m *shard.Trial) {
+func (e *trialEvents) Trial(_ int, m *shard.Trial, data []byte) {
 	e.mu.Lock()
 	e.trials = append(e.trials, m)
+	e.data = append(e.data, data)
 	e.mu.Unlock()
 }
 
+// got returns the trials reported so far, in order.
 func (e *trialEvents) got() []*shard.Trial {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return append([]*shard.Trial(nil), e.trials...)
+}
+
+// fetched returns the bytes reported with each trial so far, in order.
+func (e *trialEvents) fetched() [][]byte {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([][]byte(nil), e.data...)
 }
 
 // Compile-time check that trialEvents is a shard.Events.

@@ -121,15 +121,15 @@ func replay(t *testing.T, script string) (exchange, result string) {
 		Secrets: keys,
 	}
 	// A transcript whose path names "unreachable" cannot be copied back;
-	// every other copy works. Like the processes runner's copy, it does
-	// not look at ctx.
-	fetch := func(ctx context.Context, path string) error {
+	// every other copy works and returns fetchedBytes(path). Like the
+	// processes runner's copy, it does not look at ctx.
+	fetch := func(ctx context.Context, path string) ([]byte, error) {
 		if strings.Contains(path, "unreachable") {
 			side.add("fetch " + path + ": no such file on the worker machine")
-			return errors.New("no such file on the worker machine")
+			return nil, errors.New("no such file on the worker machine")
 		}
 		side.add("fetch " + path)
-		return nil
+		return fetchedBytes(path), nil
 	}
 	ctx, interrupt := context.WithCancel(t.Context())
 	defer interrupt()
@@ -242,9 +242,19 @@ func (s *sideLog) lines() []string {
 	return append([]string(nil), s.all...)
 }
 
-// Trial records a reported trial.
-func (s *sideLog) Trial(index int, m *shard.Trial) {
+// Trial records a reported trial. The bytes reported with it must be the
+// ones replay's fetch returned for its path; other bytes are recorded, so
+// the result section differs from the archive.
+func (s *sideLog) Trial(index int, m *shard.Trial, data []byte) {
 	s.add(fmt.Sprintf("reported shard=%d trial=%s status=%s path=%s", index, m.Key, m.Status, m.Path))
+	if want := fetchedBytes(m.Path); string(data) != string(want) {
+		s.add(fmt.Sprintf("reported with bytes %q, want %q", data, want))
+	}
+}
+
+// fetchedBytes is what replay's fetch returns for path.
+func fetchedBytes(path string) []byte {
+	return []byte(`{"kind":"mst.transcript","path":"` + path + `"}`)
 }
 
 // Write records log records, one line each.

@@ -50,11 +50,11 @@ func TestServeFetchAfterInterrupt(t *testing.T) {
 		c := &shard.Coordinator{MSTVersion: "test", Events: ev, Logger: discardLogger()}
 		ctx, interrupt := context.WithCancel(t.Context())
 		defer interrupt()
-		fetch := func(ctx context.Context, path string) error {
+		fetch := func(ctx context.Context, path string) ([]byte, error) {
 			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("copying %s back: %w", path, err)
+				return nil, fmt.Errorf("copying %s back: %w", path, err)
 			}
-			return nil
+			return []byte(path), nil
 		}
 		w := startServe(t, ctx, c, 0, fetch)
 		w.sendMsg(helloFrom("test", 0))

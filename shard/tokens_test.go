@@ -23,7 +23,6 @@ import (
 
 	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/dataset"
-	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/store"
@@ -94,26 +93,14 @@ func (c *tokClient) seen() (env, files map[string]string, modes map[string]fs.Fi
 	return c.env, c.files, c.modes, c.dirMode
 }
 
-// tokEvents records the trials a coordinator reports.
-type tokEvents struct {
-	mu     sync.Mutex
-	trials []*shard.Trial
-}
-
-func (e *tokEvents) Trial(_ int, m *shard.Trial) {
-	e.mu.Lock()
-	e.trials = append(e.trials, m)
-	e.mu.Unlock()
-}
-
 // tokBundle is one shard of one trial for the tok client.
 func tokBundle() *shard.Bundle {
 	key := transcript.Key{Case: "c", Variant: "v", Trial: 1}
 	return &shard.Bundle{
 		Run:      transcript.Run{ID: "r"},
-		Variants: []shard.Variant{{Name: "v", Client: "tok", Model: "m"}},
+		Settings: []shard.Setting{{Variant: "v", Client: "tok", Model: "m"}},
 		Cases:    []dataset.Case{{ID: "c", Input: "use the drive"}},
-		Trials:   []transcript.Key{key},
+		Trials:   []shard.Planned{{Key: key}},
 	}
 }
 
@@ -251,8 +238,9 @@ func TestWorkerTokenRefresh(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "tokens")
 		results := t.TempDir()
 		c := &tokClient{leak: []string{first, second}}
+		set := secrets.New()
 		w := &shard.Worker{
-			Clients: client.NewRegistry(c.definition()), Results: &store.Run{Dir: results},
+			Clients: client.NewRegistry(c.definition()), Results: store.OpenDir(results, secrets.NewRedactor(set)), Secrets: set,
 			Logger: tokLogger(), MSTVersion: "test", WorkDir: t.TempDir(), TokensDir: dir,
 		}
 		p := tokStartWorker(t, w, tokBundle())
@@ -360,8 +348,9 @@ func TestWorkerTokensCancel(t *testing.T) {
 	const value = "drive-token-cancelled"
 	synctest.Test(t, func(t *testing.T) {
 		c := &tokClient{hang: true}
+		set := secrets.New()
 		w := &shard.Worker{
-			Clients: client.NewRegistry(c.definition()), Results: &store.Run{Dir: t.TempDir()},
+			Clients: client.NewRegistry(c.definition()), Results: store.OpenDir(t.TempDir(), secrets.NewRedactor(set)), Secrets: set,
 			Logger: tokLogger(), MSTVersion: "test", WorkDir: t.TempDir(),
 		}
 		p := tokStartWorker(t, w, tokBundle())
@@ -567,8 +556,8 @@ func TestCoordinatorTokenSourceNeedsSecrets(t *testing.T) {
 	}
 }
 
-// TestTokenCanary runs a shard through the local runner, the real
-// coordinator and worker, with a canary token in the run's secrets. The
+// TestTokenCanary runs a shard through the real coordinator and worker over
+// pipes (runPipes), with a canary token in the run's secrets. The
 // client reads it from the tokens folder and leaks it everywhere it can;
 // no file the worker wrote holds it, and the folder is gone at the end.
 func TestTokenCanary(t *testing.T) {
@@ -581,15 +570,21 @@ func TestTokenCanary(t *testing.T) {
 	results, work := t.TempDir(), t.TempDir()
 	c := &tokClient{leak: []string{canary}}
 	logger := tokLogger()
-	local := &runner.Local{Worker: &shard.Worker{Clients: client.NewRegistry(c.definition()), Logger: logger, MSTVersion: "test", WorkDir: work}}
-	ev := &tokEvents{}
-	coord := &shard.Coordinator{MSTVersion: "test", Events: ev, Logger: logger, Secrets: set}
-	rep, err := local.RunShard(t.Context(), runner.Shard{Bundle: tokBundle(), Results: results, Serve: coord.Serve})
-	if err != nil {
-		t.Fatalf("RunShard: %v", err)
+	// The worker's own Set, as a worker process has: the canary reaches
+	// it only in the coordinator's tokens message.
+	workerSet := secrets.New()
+	w := &shard.Worker{
+		Clients: client.NewRegistry(c.definition()), Results: store.OpenDir(results, secrets.NewRedactor(workerSet)), Secrets: workerSet,
+		Logger: logger, MSTVersion: "test", WorkDir: work,
 	}
-	if rep.Result.Done == nil || rep.Result.Done.Counts.Answered != 1 {
-		t.Fatalf("done = %+v, want one answered trial", rep.Result.Done)
+	ev := &trialEvents{}
+	coord := &shard.Coordinator{MSTVersion: "test", Events: ev, Logger: logger, Secrets: set}
+	res, err := runPipes(t.Context(), w, tokBundle(), coord, nil)
+	if err != nil {
+		t.Fatalf("runPipes: %v", err)
+	}
+	if res.Done == nil || res.Done.Counts.Answered != 1 {
+		t.Fatalf("done = %+v, want one answered trial", res.Done)
 	}
 	env, files, _, _ := c.seen()
 	dir := env[shard.TokensDirEnv]
@@ -604,10 +599,11 @@ func TestTokenCanary(t *testing.T) {
 	if _, err := os.Stat(dir); dir != "" && !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("tokens folder %s after the shard: %v, want it removed", dir, err)
 	}
-	if len(ev.trials) != 1 {
-		t.Fatalf("%d trials reported, want 1", len(ev.trials))
+	trials := ev.got()
+	if len(trials) != 1 {
+		t.Fatalf("%d trials reported, want 1", len(trials))
 	}
-	raw := tokReadFile(t, filepath.Join(results, ev.trials[0].Path))
+	raw := tokReadFile(t, filepath.Join(results, trials[0].Path))
 	if !strings.Contains(raw, "[redacted:CANARY_TOKEN]") {
 		t.Errorf("transcript does not show the leaked canary redacted:\n%s", raw)
 	}

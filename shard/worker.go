@@ -19,14 +19,22 @@ import (
 	"github.com/mst-eval/mst/transcript"
 )
 
-// HeartbeatEvery is how often a worker sends a heartbeat while it runs.
+// HeartbeatEvery is how often a worker sends a heartbeat while it runs,
+// unless Worker.Heartbeat says otherwise.
 const HeartbeatEvery = 10 * time.Second
 
 // Worker runs the trials of one shard: the one trial loop every runner uses.
 type Worker struct {
 	Clients *client.Registry
-	// Results is the run folder transcripts are written to.
-	Results *store.Run
+	// Results is where the worker writes transcripts: the run's store
+	// itself (the local runner), or a folder on the worker's machine the
+	// coordinator fetches them from. Open it with a redactor of Secrets
+	// (secrets.NewRedactor(Secrets)), so values the worker receives later
+	// are redacted too.
+	Results store.Run
+	// Heartbeat is how often the worker sends a heartbeat (HeartbeatEvery
+	// when zero).
+	Heartbeat time.Duration
 	// Secrets holds the values clients may read (keys and tokens). The
 	// coordinator sends them in tokens messages; they stay in memory, and
 	// in a memory-backed folder of files (see TokensDir), and every one is
@@ -60,9 +68,7 @@ func (w *Worker) Run(ctx context.Context, b *Bundle, in io.Reader, out io.Writer
 	if w.Secrets == nil {
 		w.Secrets = secrets.New()
 	}
-	results := *w.Results
-	results.Redact = secrets.NewRedactor(w.Secrets)
-	r := &workerRun{w: w, b: b, enc: enc, results: &results, grants: map[int64]chan struct{}{}}
+	r := &workerRun{w: w, b: b, enc: enc, results: w.Results, grants: map[int64]chan struct{}{}}
 	r.tokens = newWorkerTokens(w.Secrets, w.Logger, w.TokensDir, func(names []string) {
 		if err := enc.Write(&NeedTokens{Names: names}); err != nil {
 			w.Logger.Warn("asking for fresh tokens failed", "names", names, "err", err)
@@ -90,7 +96,7 @@ func (w *Worker) Run(ctx context.Context, b *Bundle, in io.Reader, out io.Writer
 	conc := max(b.Concurrency, 1)
 	slots := make(chan struct{}, conc)
 	var wg sync.WaitGroup
-	for _, key := range b.Trials {
+	for _, pt := range b.Trials {
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():
@@ -100,7 +106,7 @@ func (w *Worker) Run(ctx context.Context, b *Bundle, in io.Reader, out io.Writer
 		}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			r.trial(ctx, key)
+			r.trial(ctx, pt)
 		})
 	}
 	wg.Wait()
@@ -113,13 +119,13 @@ type workerRun struct {
 	w       *Worker
 	b       *Bundle
 	enc     *Encoder
-	results *store.Run
+	results store.Run
 	tokens  *workerTokens
 
 	mu       sync.Mutex
 	grants   map[int64]chan struct{}
 	nextID   int64
-	pools    map[string]*pool
+	pools    map[int]*pool
 	tally    transcript.Counts
 	inFlight atomic.Int64
 	done     atomic.Int64
@@ -163,7 +169,11 @@ func (r *workerRun) readCoordinator(in io.Reader, cancel context.CancelFunc) {
 }
 
 func (r *workerRun) heartbeat(ctx context.Context) {
-	t := time.NewTicker(HeartbeatEvery)
+	every := r.w.Heartbeat
+	if every <= 0 {
+		every = HeartbeatEvery
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
@@ -179,20 +189,19 @@ func (r *workerRun) heartbeat(ctx context.Context) {
 // lists at least one tool, with the variant's tool overrides valid.
 func (r *workerRun) ready(ctx context.Context) error {
 	var list []servers.Server
-	for _, v := range r.b.Variants {
-		list = append(list, v.Servers...)
+	seen := map[string]bool{}
+	for _, set := range r.b.Settings {
+		for _, s := range set.Servers {
+			// A variant's case settings share its servers: check each once.
+			id := set.Variant + "\x00" + s.Name
+			if !seen[id] {
+				seen[id] = true
+				list = append(list, s)
+			}
+		}
 	}
 	if err := servers.Ready(ctx, list); err != nil {
 		return fmt.Errorf("readiness check failed, no trial ran:\n%w", err)
-	}
-	return nil
-}
-
-func (r *workerRun) variant(name string) *Variant {
-	for i := range r.b.Variants {
-		if r.b.Variants[i].Name == name {
-			return &r.b.Variants[i]
-		}
 	}
 	return nil
 }
@@ -207,7 +216,7 @@ func (r *workerRun) caseByID(id string) *dataset.Case {
 }
 
 // acquire asks the coordinator for room and waits for it.
-func (r *workerRun) acquire(ctx context.Context, key transcript.Key, v *Variant, provider string) (int64, error) {
+func (r *workerRun) acquire(ctx context.Context, key transcript.Key, set *Setting) (int64, error) {
 	r.mu.Lock()
 	r.nextID++
 	id := r.nextID
@@ -215,10 +224,10 @@ func (r *workerRun) acquire(ctx context.Context, key transcript.Key, v *Variant,
 	r.grants[id] = ch
 	r.mu.Unlock()
 	a := &Acquire{ID: id, Key: key}
-	if provider != "" {
-		a.Providers = []string{provider}
+	if set.Provider != "" {
+		a.Providers = []string{set.Provider}
 	}
-	for _, s := range v.Servers {
+	for _, s := range set.Servers {
 		a.Servers = append(a.Servers, s.Name)
 	}
 	if err := r.enc.Write(a); err != nil {
@@ -234,28 +243,22 @@ func (r *workerRun) acquire(ctx context.Context, key transcript.Key, v *Variant,
 
 // trial runs one trial and reports it. A trial that never got room (the
 // run was cancelled first) writes nothing: it stays missing.
-func (r *workerRun) trial(ctx context.Context, key transcript.Key) {
-	v := r.variant(key.Variant)
+func (r *workerRun) trial(ctx context.Context, pt Planned) {
+	key := pt.Key
+	set := &r.b.Settings[pt.Setting] // ReadBundle checked the index and the case
 	c := r.caseByID(key.Case)
-	if v == nil || c == nil {
-		r.w.Logger.Error("bundle names an unknown variant or case", "key", key)
-		return
-	}
-	set, err := settingsFor(v, c)
-	if err != nil {
-		// The coordinator checked the overrides; this is a bundle from
-		// another version.
-		r.w.Logger.Error("case overrides", "key", key, "err", err)
-		return
-	}
-	id, err := r.acquire(ctx, key, v, set.provider)
+	id, err := r.acquire(ctx, key, set)
 	if err != nil {
 		return
 	}
 	r.inFlight.Add(1)
 	defer r.inFlight.Add(-1)
-	t := r.runTrial(ctx, key, v, c, set)
-	path, werr := r.results.WriteTranscript(t)
+	t := r.runTrial(ctx, key, pt.Setting, c)
+	write := r.results.WriteTranscript
+	if pt.Replace {
+		write = r.results.ReplaceTranscript
+	}
+	path, werr := write(context.WithoutCancel(ctx), t)
 	if werr != nil {
 		// The trial stays missing, but its room goes back.
 		r.w.Logger.Error("writing transcript", "key", key, "err", werr)
@@ -272,14 +275,15 @@ func (r *workerRun) trial(ctx context.Context, key transcript.Key) {
 // runTrial drives the client for one trial under MST's rules: the timeout
 // runs from the prompt to the transcript, setup excluded; a run cancelled
 // meanwhile makes the trial cancelled.
-func (r *workerRun) runTrial(ctx context.Context, key transcript.Key, v *Variant, c *dataset.Case, set settings) *transcript.Transcript {
+func (r *workerRun) runTrial(ctx context.Context, key transcript.Key, setting int, c *dataset.Case) *transcript.Transcript {
+	set := &r.b.Settings[setting]
 	t := &transcript.Transcript{
 		Kind: "mst.transcript", Version: transcript.Version, Run: r.b.Run.ID, Key: key, Shard: r.b.Shard,
-		Client: transcript.ClientInfo{Name: v.Client}, Model: set.model, Prompt: c.Input,
+		Client: transcript.ClientInfo{Name: set.Client}, Model: set.Model, Prompt: c.Input,
 		Environment: r.w.Environment,
 	}
 	setupStart := time.Now()
-	p, err := r.pool(v, set)
+	p, err := r.pool(setting)
 	var sess *pooled
 	if err == nil {
 		sess, err = p.get(ctx)
@@ -298,8 +302,8 @@ func (r *workerRun) runTrial(ctx context.Context, key transcript.Key, v *Variant
 		return finish()
 	}
 	tctx, cancel := ctx, context.CancelFunc(func() {})
-	if set.timeout > 0 {
-		tctx, cancel = context.WithTimeout(ctx, set.timeout)
+	if set.Timeout > 0 {
+		tctx, cancel = context.WithTimeout(ctx, set.Timeout)
 	}
 	res, err := sess.session.Run(tctx, client.Trial{Key: key, Prompt: c.Input, Metadata: c.Metadata})
 	timedOut := tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
@@ -322,7 +326,7 @@ func (r *workerRun) runTrial(ctx context.Context, key transcript.Key, v *Variant
 	case ctx.Err() != nil:
 		t.Outcome = transcript.Outcome{Status: transcript.Cancelled, Detail: "the run was interrupted during this trial"}
 	case timedOut:
-		t.Outcome = transcript.Outcome{Status: transcript.TimedOut, Detail: fmt.Sprintf("no answer within the timeout (%s)", set.timeout)}
+		t.Outcome = transcript.Outcome{Status: transcript.TimedOut, Detail: fmt.Sprintf("no answer within the timeout (%s)", set.Timeout)}
 		next = max(next, client.Reset)
 	case err != nil:
 		t.Outcome = transcript.Outcome{Status: transcript.Errored, Cause: causeOf(err), Detail: err.Error()}
@@ -377,28 +381,28 @@ func (r *workerRun) counts() transcript.Counts {
 	return c
 }
 
-// pool returns the sessions for one fixed setting: a variant, with the
-// model and options a case may override. Different settings never share a
-// session.
-func (r *workerRun) pool(v *Variant, set settings) (*pool, error) {
+// pool returns the sessions of one fixed setting. Different settings never
+// share a session.
+func (r *workerRun) pool(setting int) (*pool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.pools == nil {
-		r.pools = map[string]*pool{}
+		r.pools = map[int]*pool{}
 	}
-	poolKey := v.Name + "\x00" + set.model + "\x00" + string(set.options)
-	if p, ok := r.pools[poolKey]; ok {
+	if p, ok := r.pools[setting]; ok {
 		return p, nil
 	}
-	def, err := r.w.Clients.Lookup(v.Client)
+	set := &r.b.Settings[setting]
+	def, err := r.w.Clients.Lookup(set.Client)
 	if err != nil {
 		return nil, err
 	}
 	p := &pool{def: def, params: client.OpenParams{
-		Variant: v.Name, Model: set.model, Options: set.options, Servers: v.Servers,
-		Env: r.tokens.env(), Environment: r.w.Environment, Logger: r.w.Logger.With("variant", v.Name), WorkDir: r.w.WorkDir,
+		Variant: set.Variant, Model: set.Model, Options: set.Options, Servers: set.Servers,
+		Timeout: set.Timeout, KeyEnv: set.KeyEnv,
+		Env: r.tokens.env(), Environment: r.w.Environment, Logger: r.w.Logger.With("variant", set.Variant), WorkDir: r.w.WorkDir,
 	}}
-	r.pools[poolKey] = p
+	r.pools[setting] = p
 	return p, nil
 }
 
@@ -417,18 +421,18 @@ func (r *workerRun) closeSessions() error {
 // built in).
 func (w *Worker) clientVersions(b *Bundle) map[string]string {
 	out := map[string]string{}
-	for _, v := range b.Variants {
-		if _, done := out[v.Client]; done {
+	for _, set := range b.Settings {
+		if _, done := out[set.Client]; done {
 			continue
 		}
-		def, err := w.Clients.Lookup(v.Client)
+		def, err := w.Clients.Lookup(set.Client)
 		if err != nil {
 			continue
 		}
 		if def.Version != nil {
-			out[v.Client] = def.Version()
+			out[set.Client] = def.Version()
 		} else {
-			out[v.Client] = w.MSTVersion
+			out[set.Client] = w.MSTVersion
 		}
 	}
 	return out

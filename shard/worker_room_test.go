@@ -11,8 +11,8 @@ import (
 
 	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/dataset"
-	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/shard"
+	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
 )
 
@@ -38,33 +38,44 @@ func TestWorkerGivesRoomBackWhenWriteFails(t *testing.T) {
 			}}
 		b := &shard.Bundle{
 			Run:      transcript.Run{ID: "r"},
-			Variants: []shard.Variant{{Name: "v", Client: "fake", Model: "anthropic/m", Provider: "anthropic"}},
+			Settings: []shard.Setting{{Variant: "v", Client: "fake", Model: "anthropic/m", Provider: "anthropic"}},
 			Cases:    []dataset.Case{{ID: "a", Input: "a"}, {ID: "b", Input: "b"}},
-			Trials:   []transcript.Key{{Case: "a", Variant: "v", Trial: 1}, {Case: "b", Variant: "v", Trial: 1}},
+			Trials:   []shard.Planned{{Key: transcript.Key{Case: "a", Variant: "v", Trial: 1}}, {Key: transcript.Key{Case: "b", Variant: "v", Trial: 1}}},
 		}
-		local := &runner.Local{Worker: &shard.Worker{Clients: client.NewRegistry(def), Logger: discardLogger(), MSTVersion: "test", WorkDir: dir}}
+		w := &shard.Worker{Clients: client.NewRegistry(def), Results: store.OpenDir(results, nil), Logger: discardLogger(), MSTVersion: "test", WorkDir: dir}
 		coord := &shard.Coordinator{MSTVersion: "test", Limits: shard.NewLimiter(map[string]int{"anthropic": 1}, nil), Logger: discardLogger()}
-		ctx, interrupt := context.WithCancel(t.Context())
-		defer interrupt()
-		type ended struct {
-			rep runner.ShardReport
-			err error
-		}
-		end := make(chan ended, 1)
-		go func() {
-			rep, err := local.RunShard(ctx, runner.Shard{Bundle: b, Results: results, Serve: coord.Serve})
-			end <- ended{rep, err}
-		}()
-		var got ended
-		select {
-		case got = <-end:
-		case <-time.After(10 * time.Minute):
-			t.Errorf("RunShard(2 trials, anthropic: 1, transcripts not writable) still running after 10 minutes, want done: the first trial kept its room and the second waits for it")
-			interrupt()
-			got = <-end
-		}
-		if d := got.rep.Result.Done; d == nil || d.Counts.Planned != 2 || d.Counts.Missing != 2 {
-			t.Errorf("RunShard(2 trials, transcripts not writable) done = %+v (err %v), want 2 planned, 2 missing", d, got.err)
+		got := runPipesWithin(t, 10*time.Minute, w, b, coord, nil)
+		if d := got.res.Done; d == nil || d.Counts.Planned != 2 || d.Counts.Missing != 2 {
+			t.Errorf("runPipes(2 trials, transcripts not writable) done = %+v (err %v), want 2 planned, 2 missing", d, got.err)
 		}
 	})
+}
+
+// ended is what runPipes returned.
+type ended struct {
+	res shard.ShardResult
+	err error
+}
+
+// runPipesWithin runs runPipes inside a synctest bubble and fails the test
+// when the shard is still running after d of (fake) time: heartbeats keep
+// a stalled shard from being lost, so a stall shows only as time passing.
+// The stalled run is then interrupted, and what it returned is returned.
+func runPipesWithin(t *testing.T, d time.Duration, w *shard.Worker, b *shard.Bundle, coord *shard.Coordinator, fetch shard.Fetch) ended {
+	t.Helper()
+	ctx, interrupt := context.WithCancel(t.Context())
+	defer interrupt()
+	end := make(chan ended, 1)
+	go func() {
+		res, err := runPipes(ctx, w, b, coord, fetch)
+		end <- ended{res, err}
+	}()
+	select {
+	case got := <-end:
+		return got
+	case <-time.After(d):
+		t.Errorf("runPipes(%d trials) still running after %s, want done: a trial waits for room another kept", len(b.Trials), d)
+		interrupt()
+		return <-end
+	}
 }

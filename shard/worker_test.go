@@ -6,15 +6,14 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/dataset"
-	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
@@ -26,6 +25,12 @@ type fakeClient struct {
 	mu                                     sync.Mutex
 	opens, resets, closes, diagnoses, runs int
 	concurrentMax, inFlight                int
+	// params are what each Open was given, in order.
+	params []client.OpenParams
+	// hangEnds are the errors of the contexts "hang" trials ended on.
+	hangEnds []error
+	// ranOn maps each case run to the model of the session that ran it.
+	ranOn map[string]string
 }
 
 func (f *fakeClient) definition(concurrent bool) *client.Definition {
@@ -35,18 +40,27 @@ func (f *fakeClient) definition(concurrent bool) *client.Definition {
 		Open: func(ctx context.Context, p client.OpenParams) (client.Session, error) {
 			f.mu.Lock()
 			f.opens++
+			f.params = append(f.params, p)
 			f.mu.Unlock()
-			return &fakeSession{f: f}, nil
+			return &fakeSession{f: f, model: p.Model}, nil
 		},
 	}
 }
 
-type fakeSession struct{ f *fakeClient }
+type fakeSession struct {
+	f *fakeClient
+	// model is the model the session was opened with.
+	model string
+}
 
 func (s *fakeSession) Run(ctx context.Context, t client.Trial) (client.Result, error) {
 	f := s.f
 	f.mu.Lock()
 	f.runs++
+	if f.ranOn == nil {
+		f.ranOn = map[string]string{}
+	}
+	f.ranOn[t.Key.Case] = s.model
 	f.inFlight++
 	f.concurrentMax = max(f.concurrentMax, f.inFlight)
 	f.mu.Unlock()
@@ -61,6 +75,9 @@ func (s *fakeSession) Run(ctx context.Context, t client.Trial) (client.Result, e
 		return client.Result{}, errors.New("the app crashed")
 	case "hang":
 		<-ctx.Done()
+		f.mu.Lock()
+		f.hangEnds = append(f.hangEnds, ctx.Err())
+		f.mu.Unlock()
 		return client.Result{}, ctx.Err()
 	}
 	return answered, nil
@@ -87,48 +104,46 @@ func (s *fakeSession) Diagnose(context.Context) (map[string]any, error) {
 	return map[string]any{"window": "a dialog was open"}, nil
 }
 
-type events struct {
-	mu     sync.Mutex
-	trials []*shard.Trial
-}
-
-func (e *events) Trial(_ int, m *shard.Trial) {
-	e.mu.Lock()
-	e.trials = append(e.trials, m)
-	e.mu.Unlock()
+// oneSetting is a bundle of one setting (variant v of the fake client)
+// with a case per prompt (id = prompt-letter) and a trial of each.
+func oneSetting(prompts []string, concurrency int, timeout time.Duration) *shard.Bundle {
+	b := &shard.Bundle{
+		Run:         transcript.Run{ID: "r"},
+		Settings:    []shard.Setting{{Variant: "v", Client: "fake", Model: "m", Timeout: timeout}},
+		Concurrency: concurrency,
+	}
+	for i, p := range prompts {
+		id := p + "-" + string(rune('a'+i))
+		b.Cases = append(b.Cases, dataset.Case{ID: id, Input: p})
+		b.Trials = append(b.Trials, shard.Planned{Key: transcript.Key{Case: id, Variant: "v", Trial: 1}})
+	}
+	return b
 }
 
 // runShard runs cases (prompt = id) through the real worker and
-// coordinator over the local runner's pipes.
-func runShard(t *testing.T, def *client.Definition, prompts []string, concurrency int, timeoutMs int) (map[string]*transcript.Transcript, shard.ShardResult) {
+// coordinator over pipes (runPipes), and returns the transcripts stored,
+// by case.
+func runShard(t *testing.T, def *client.Definition, prompts []string, concurrency int, timeout time.Duration) (map[string]*transcript.Transcript, shard.ShardResult) {
 	t.Helper()
 	dir := t.TempDir()
-	var cases []dataset.Case
-	var keys []transcript.Key
-	for i, p := range prompts {
-		id := p + "-" + string(rune('a'+i))
-		cases = append(cases, dataset.Case{ID: id, Input: p})
-		keys = append(keys, transcript.Key{Case: id, Variant: "v", Trial: 1})
-	}
-	v := shard.Variant{Name: "v", Client: "fake", Model: "m"}
-	if timeoutMs > 0 {
-		v.Timeout = time.Duration(timeoutMs) * time.Millisecond
-	}
-	b := &shard.Bundle{Run: transcript.Run{ID: "r"}, Variants: []shard.Variant{v}, Cases: cases, Trials: keys, Concurrency: concurrency}
+	b := oneSetting(prompts, concurrency, timeout)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	local := &runner.Local{Worker: &shard.Worker{Clients: client.NewRegistry(def), Logger: logger, MSTVersion: "test", WorkDir: dir}}
-	ev := &events{}
+	results := store.OpenDir(dir, nil)
+	w := &shard.Worker{Clients: client.NewRegistry(def), Results: results, Logger: logger, MSTVersion: "test", WorkDir: t.TempDir()}
+	ev := &trialEvents{}
 	coord := &shard.Coordinator{MSTVersion: "test", Limits: shard.NewLimiter(nil, nil), Events: ev, Logger: logger}
-	rep, err := local.RunShard(t.Context(), runner.Shard{Bundle: b, Results: dir, Serve: coord.Serve})
-	res := rep.Result
+	res, err := runPipes(t.Context(), w, b, coord, nil)
 	if err != nil {
-		t.Fatalf("RunShard: %v", err)
+		t.Fatalf("runPipes(%d trials): %v", len(prompts), err)
 	}
 	got := map[string]*transcript.Transcript{}
-	for _, m := range ev.trials {
-		tr, err := store.ReadTranscript(filepath.Join(dir, m.Path))
+	for _, m := range ev.got() {
+		tr, err := results.ReadTranscript(t.Context(), m.Key)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if !strings.HasPrefix(m.Path, "transcripts/") {
+			t.Errorf("trial %s reported path %q, want one under transcripts/", m.Key, m.Path)
 		}
 		got[tr.Case] = tr
 	}
@@ -141,8 +156,12 @@ func runShard(t *testing.T, def *client.Definition, prompts []string, concurrenc
 // session after stop, every session closed at the end.
 func TestSessionLoop(t *testing.T) {
 	t.Parallel()
+	synctest.Test(t, func(t *testing.T) { testSessionLoop(t) })
+}
+
+func testSessionLoop(t *testing.T) {
 	f := &fakeClient{}
-	got, res := runShard(t, f.definition(false), []string{"answer", "reset", "answer", "stop", "answer", "fail", "hang", "answer"}, 1, 200)
+	got, res := runShard(t, f.definition(false), []string{"answer", "reset", "answer", "stop", "answer", "fail", "hang", "answer"}, 1, 200*time.Millisecond)
 	if res.Done == nil || res.Done.Counts.Answered != 6 || res.Done.Counts.Errored != 1 || res.Done.Counts.TimedOut != 1 || !res.Done.CleanupOK {
 		t.Fatalf("done = %+v, want 6 answered, 1 errored, 1 timed out, clean", res.Done)
 	}
@@ -156,6 +175,9 @@ func TestSessionLoop(t *testing.T) {
 	}
 	if tr := got["hang-g"]; tr.Outcome.Status != transcript.TimedOut || tr.ClientTelemetry["diagnosis"] == nil {
 		t.Errorf("hang: outcome %+v telemetry %v, want timed-out with a diagnosis", tr.Outcome, tr.ClientTelemetry)
+	}
+	if tr := got["hang-g"]; tr.Timing.DurationMs != 200 {
+		t.Errorf("hang: duration %vms, want the 200ms timeout", tr.Timing.DurationMs)
 	}
 }
 

@@ -1,257 +1,94 @@
-// Package store keeps runs on disk: one folder per run holding run.json,
-// the eval config as it was, the cases, the transcripts and the grades.
-// Every write is atomic (a temporary file renamed into place), so a crash
-// leaves either the old file or the new one, never half of one. Every write
-// through a Run passes through its Redact, when set, so no secret value
-// reaches the disk.
+// Package store keeps runs: run.json, the eval config as it was, the cases,
+// the graders, one transcript per trial and the grades. Store and Run are the
+// seam: nothing outside this package knows how a run is laid out, so a
+// result store in a bucket is one more implementation of the same two
+// interfaces, checked by the same conformance suite (store/storetest).
 //
-// Layout of a run folder:
+// The directory store (Dir) is the first implementation: a folder per run.
+// Its writes are atomic (a temporary file renamed, or linked, into place),
+// so a crash leaves the old file or the new one, never half of one; grades
+// are appended a line at a time, and a torn last line is ignored when read.
 //
-//	run.json                       the run record (transcript.Run)
-//	eval.yaml                      the config file the run was made from
-//	cases.jsonl                    the cases, as loaded
-//	transcripts/VARIANT/CASE.tN.json   one transcript per trial
-//	grades.json                    the grades of every graded trial
+// Every write through a Run passes through the Redactor it was opened with,
+// so no secret value reaches what is stored. Reads return what was stored.
 package store
 
 import (
-	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"io/fs"
-	"net/url"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/mst-eval/mst/dataset"
+	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/transcript"
 )
 
-// Run is one run's folder.
-type Run struct {
-	Dir string
-	// Redact, when set, removes every secret value from what the Run's
-	// write methods (WriteFile, WriteJSON, WriteStream, WriteTranscript,
-	// WriteCases) store. Set it before the first write; reads return what
-	// was stored. The package function WriteAtomic does not redact.
-	Redact *secrets.Redactor
+// ErrExists means a transcript for that trial is already stored: a trial's
+// transcript is written once, and only ReplaceTranscript replaces it.
+var ErrExists = errors.New("a transcript for this trial is already stored")
+
+// ErrNotFound means the run, or the trial's transcript, is not stored.
+var ErrNotFound = errors.New("not stored")
+
+// Store holds runs by id.
+//
+// Create and Open may be called from any goroutine.
+type Store interface {
+	// Create makes a new, empty run named id; it fails when id is taken.
+	// Every write to the run is redacted with redact (nil: none).
+	Create(ctx context.Context, id string, redact *secrets.Redactor) (Run, error)
+	// Open returns the stored run named id, or an error wrapping
+	// ErrNotFound.
+	Open(ctx context.Context, id string, redact *secrets.Redactor) (Run, error)
+	// Location says where the store is, for people (a folder, a URL).
+	Location() string
 }
 
-// Open returns the run at dir, or the run named id under a results folder.
-func Open(path string) (*Run, error) {
-	if _, err := os.Stat(filepath.Join(path, "run.json")); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%s: not a run folder (it has no run.json); give the folder mst run printed, e.g. mst-results/<run-id>", path)
-		}
-		return nil, err
-	}
-	return &Run{Dir: path}, nil
-}
+// Run is one stored run. Its methods may be called from several goroutines
+// at once.
+type Run interface {
+	// ID is the run's id (its folder's name for the directory store).
+	ID() string
+	// Location says where the run is, for people: a folder path or a URL.
+	Location() string
 
-// Create makes a new run folder under results.
-func Create(results, id string) (*Run, error) {
-	dir := filepath.Join(results, id)
-	if err := os.MkdirAll(filepath.Join(dir, "transcripts"), 0o755); err != nil {
-		return nil, fmt.Errorf("creating the run folder: %w", err)
-	}
-	return &Run{Dir: dir}, nil
-}
+	// WriteRun stores the run record, replacing the one stored atomically.
+	WriteRun(ctx context.Context, rec transcript.Run) error
+	// ReadRun reads the run record, accepting older versions.
+	ReadRun(ctx context.Context) (transcript.Run, error)
+	// WriteConfig stores a copy of the eval config file the run was made
+	// from; name is its base name, whose extension is kept (.yaml, .json).
+	WriteConfig(ctx context.Context, name string, data []byte) error
+	// WriteCases stores the run's cases, as loaded; ReadCases reads them.
+	WriteCases(ctx context.Context, cases []dataset.Case) error
+	ReadCases(ctx context.Context) ([]dataset.Case, error)
+	// WriteGraders stores the eval's graders as written (raw specs);
+	// ReadGraders reads them (none for a run that stored none).
+	WriteGraders(ctx context.Context, specs []json.RawMessage) error
+	ReadGraders(ctx context.Context) ([]json.RawMessage, error)
 
-// WriteFile writes data, redacted, to name inside the run folder
-// atomically. data is not changed.
-func (r *Run) WriteFile(name string, data []byte) error {
-	return WriteAtomic(filepath.Join(r.Dir, filepath.FromSlash(name)), r.Redact.Bytes(data))
-}
+	// WriteTranscript stores t under its key and returns where, as a
+	// slash-separated path relative to the run (what a worker reports in
+	// its trial message). It fails with ErrExists when the trial already
+	// has a transcript.
+	WriteTranscript(ctx context.Context, t *transcript.Transcript) (string, error)
+	// ReplaceTranscript stores t under its key, replacing any transcript
+	// the trial had (a resumed run's errored or cancelled trial).
+	ReplaceTranscript(ctx context.Context, t *transcript.Transcript) (string, error)
+	// ReadTranscript reads the transcript of key, or fails wrapping
+	// ErrNotFound.
+	ReadTranscript(ctx context.Context, key transcript.Key) (*transcript.Transcript, error)
+	// Keys lists the trials that have a transcript, without reading them.
+	Keys(ctx context.Context) ([]transcript.Key, error)
+	// Transcripts calls fn for every stored transcript, one at a time, so
+	// memory stays flat however many there are. An error from fn stops it.
+	Transcripts(ctx context.Context, fn func(*transcript.Transcript) error) error
 
-// WriteJSON writes v as indented JSON, redacted, to name atomically.
-func (r *Run) WriteJSON(name string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return r.WriteFile(name, append(b, '\n'))
-}
-
-// ReadRun reads run.json, accepting older versions.
-func (r *Run) ReadRun() (transcript.Run, error) {
-	var run transcript.Run
-	b, err := os.ReadFile(filepath.Join(r.Dir, "run.json"))
-	if err != nil {
-		return run, err
-	}
-	if err := json.Unmarshal(b, &run); err != nil {
-		return run, fmt.Errorf("%s: %w", filepath.Join(r.Dir, "run.json"), err)
-	}
-	return run, nil
-}
-
-// TranscriptPath is where the transcript of key lives, relative to the run
-// folder. Case ids and variant names are escaped so any id makes a safe
-// file name.
-func TranscriptPath(k transcript.Key) string {
-	return "transcripts/" + escape(k.Variant) + "/" + escape(k.Case) + ".t" + strconv.Itoa(k.Trial) + ".json"
-}
-
-func escape(s string) string {
-	e := url.PathEscape(s) // escapes "/" and "%", so distinct ids stay distinct
-	if e == "." || e == ".." {
-		e = strings.ReplaceAll(e, ".", "%2E")
-	}
-	return e
-}
-
-// WriteTranscript stores t, redacted, at its path and returns that path.
-func (r *Run) WriteTranscript(t *transcript.Transcript) (string, error) {
-	p := TranscriptPath(t.Key)
-	b, err := json.Marshal(t)
-	if err != nil {
-		return "", err
-	}
-	if err := r.WriteFile(p, append(b, '\n')); err != nil {
-		return "", err
-	}
-	return p, nil
-}
-
-// ReadTranscript reads one transcript file.
-func ReadTranscript(path string) (*transcript.Transcript, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var t transcript.Transcript
-	if err := json.Unmarshal(b, &t); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	t.Normalize()
-	return &t, nil
-}
-
-// Transcripts calls fn for every transcript in the run, one at a time, so
-// memory stays flat however many there are.
-func (r *Run) Transcripts(fn func(t *transcript.Transcript) error) error {
-	root := filepath.Join(r.Dir, "transcripts")
-	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && path == root {
-				return nil
-			}
-			return err
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".json") {
-			return nil
-		}
-		t, err := ReadTranscript(path)
-		if err != nil {
-			return err
-		}
-		return fn(t)
-	})
-}
-
-// WriteCases stores the cases as JSON lines, redacted.
-func (r *Run) WriteCases(cases []dataset.Case) error {
-	var b strings.Builder
-	for _, c := range cases {
-		line, err := json.Marshal(c)
-		if err != nil {
-			return err
-		}
-		b.Write(line)
-		b.WriteByte('\n')
-	}
-	return r.WriteFile("cases.jsonl", []byte(b.String()))
-}
-
-// ReadCases reads the cases stored with the run.
-func (r *Run) ReadCases() ([]dataset.Case, error) {
-	f, err := os.Open(filepath.Join(r.Dir, "cases.jsonl"))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var cases []dataset.Case
-	s := bufio.NewScanner(f)
-	s.Buffer(make([]byte, 64<<10), 64<<20)
-	for s.Scan() {
-		var c dataset.Case
-		if err := json.Unmarshal(s.Bytes(), &c); err != nil {
-			return nil, fmt.Errorf("%s: %w", f.Name(), err)
-		}
-		cases = append(cases, c)
-	}
-	return cases, s.Err()
-}
-
-// WriteStream writes name atomically from what fill writes to w, redacted,
-// so large files are never held in memory whole.
-func (r *Run) WriteStream(name string, fill func(w io.Writer) error) error {
-	path := filepath.Join(r.Dir, filepath.FromSlash(name))
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriter(f)
-	var w io.Writer = bw
-	var rw *secrets.Writer
-	if r.Redact != nil {
-		rw = r.Redact.Writer(bw)
-		w = rw
-	}
-	err = fill(w)
-	if err == nil && rw != nil {
-		err = rw.Close()
-	}
-	if err == nil {
-		err = bw.Flush()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
-}
-
-// WriteAtomic writes data to path through a temporary file in the same
-// folder, renamed into place: a crash of MST leaves the old file or the new
-// one. (It does not sync, so a power cut may lose the last writes.)
-func WriteAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	// AppendGrades adds grades to the run's grades. A later grade of a key
+	// replaces an earlier one.
+	AppendGrades(ctx context.Context, gs ...grade.TrialGrade) error
+	// Grades calls fn for the latest grade of every graded key, streaming:
+	// grades of older runs are read as the new.
+	Grades(ctx context.Context, fn func(grade.TrialGrade) error) error
 }

@@ -1,5 +1,7 @@
 package transcript
 
+import "encoding/json"
+
 // Renamed clients: names stored runs may hold, and what they are now.
 // Readers map them; stored files are never rewritten.
 var renamedClients = map[string]string{
@@ -28,4 +30,14 @@ func (t *Transcript) Normalize() {
 		t.Kind = "mst.transcript"
 	}
 	t.Client.Name = CanonicalClient(t.Client.Name, t.ClientTelemetry)
+}
+
+// Decode reads a transcript from its JSON, old names included.
+func Decode(b []byte) (*Transcript, error) {
+	var t Transcript
+	if err := json.Unmarshal(b, &t); err != nil {
+		return nil, err
+	}
+	t.Normalize()
+	return &t, nil
 }

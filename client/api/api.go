@@ -16,35 +16,58 @@ import (
 	"github.com/mst-eval/mst/transcript"
 )
 
-// Definition is the api client's definition.
-func Definition() *client.Definition {
+// Definition is the api client's definition. The client runs the models of
+// the providers in providers that MST can build (those with New), and reads
+// each one's key from the variable its definition names.
+func Definition(providers *provider.Registry) *client.Definition {
 	return &client.Definition{
 		Name:        "api",
 		Description: "The model alone, through its provider's API, with the servers' tools (no app, no agent harness).",
 		Requirements: client.Requirements{
 			OS:          []string{"linux", "darwin", "windows"},
-			Credentials: []string{"ANTHROPIC_API_KEY for anthropic/ models", "OPENAI_API_KEY for openai/ models", "none for offline"},
+			Credentials: credentials(providers),
 		},
-		Options:        optionsSchema(),
+		Options:        optionsSchema(providers),
 		ProviderKeys:   true,
-		ModelProviders: []string{"anthropic", "openai", "offline"},
+		ModelProviders: providers.Buildable(),
 		Concurrent:     true,
 		CaseOverrides:  []string{"model", "clientOptions"},
-		Open:           Open,
+		Open: func(ctx context.Context, p client.OpenParams) (client.Session, error) {
+			return open(ctx, providers, p)
+		},
 	}
 }
 
-// Open connects to the variant's servers and prepares the model's provider.
-func Open(ctx context.Context, p client.OpenParams) (client.Session, error) {
+// credentials says, per provider the client runs, which variable holds its
+// key: "ANTHROPIC_API_KEY for anthropic/ models", "none for offline".
+func credentials(providers *provider.Registry) []string {
+	var out []string
+	for _, name := range providers.Buildable() {
+		def, _ := providers.Lookup(name)
+		switch {
+		case def.KeyVar == "":
+			out = append(out, "none for "+name)
+		case def.KeyOptionalWithBaseURL:
+			out = append(out, def.KeyVar+" for "+name+"/ models (none for a server at a baseURL that needs no key)")
+		default:
+			out = append(out, def.KeyVar+" for "+name+"/ models")
+		}
+	}
+	return out
+}
+
+// open connects to the variant's servers and prepares the model's provider.
+func open(ctx context.Context, providers *provider.Registry, p client.OpenParams) (client.Session, error) {
 	opts, err := decodeOptions(p.Options)
 	if err != nil {
 		return nil, err
 	}
-	prov, err := newProvider(p.Model, opts, p.Env)
+	prov, err := newProvider(providers, p, opts)
 	if err != nil {
 		return nil, err
 	}
-	s := &session{params: p, opts: opts, prov: prov}
+	_, model := provider.Split(p.Model)
+	s := &session{params: p, opts: opts, prov: prov, model: model}
 	if err := s.connect(ctx); err != nil {
 		return s, err
 	}
@@ -55,6 +78,7 @@ type session struct {
 	params client.OpenParams
 	opts   Options
 	prov   provider.Provider
+	model  string // the model's name as its provider knows it
 
 	mu    sync.RWMutex // guards the connection state below; Reset takes it for writing
 	conns []*servers.Conn
@@ -124,7 +148,7 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 	}
 	res := client.Result{Servers: s.infos, ClientVersion: runtime.Version()}
 	req := provider.Request{
-		Model:           modelName(s.params.Model),
+		Model:           s.model,
 		System:          s.opts.System,
 		Tools:           s.tools,
 		MaxTokens:       s.opts.MaxTokens,
@@ -136,9 +160,10 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 	for {
 		resp, err := s.prov.Complete(ctx, req)
 		if err != nil {
+			// When ctx ended, the worker decides whether the trial timed
+			// out or was cancelled; the client only says what it had.
 			if ctx.Err() != nil {
-				res.Outcome = transcript.Outcome{Status: transcript.Cancelled, Detail: ctx.Err().Error()}
-				return res, nil
+				return res, ctx.Err()
 			}
 			res.Outcome = transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseProvider, Detail: err.Error()}
 			return res, nil
@@ -171,8 +196,7 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 			res.Messages = append(res.Messages, transcript.Message{Role: "tool", Text: result.Content, ToolCall: call.ID})
 			if err != nil {
 				if ctx.Err() != nil {
-					res.Outcome = transcript.Outcome{Status: transcript.Cancelled, Detail: ctx.Err().Error()}
-					return res, nil
+					return res, ctx.Err()
 				}
 				res.Outcome = transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseServer, Detail: err.Error()}
 				res.Next = client.Reset

@@ -18,10 +18,18 @@ import (
 	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/client/api"
 	"github.com/mst-eval/mst/internal/peertest"
+	"github.com/mst-eval/mst/provider"
+	"github.com/mst-eval/mst/provider/anthropic"
+	"github.com/mst-eval/mst/provider/google"
+	"github.com/mst-eval/mst/provider/offline"
+	"github.com/mst-eval/mst/provider/openai"
 	"github.com/mst-eval/mst/provider/providertest"
 	"github.com/mst-eval/mst/servers"
 	"github.com/mst-eval/mst/transcript"
 )
+
+// providers is the built-in provider registry, as internal/builtin wires it.
+var providers = provider.NewRegistry(anthropic.Definition(), openai.Definition(), google.Definition(), offline.Definition())
 
 // wire is one provider wire format under test.
 type wire struct {
@@ -43,7 +51,7 @@ var wires = []wire{
 
 func open(t *testing.T, w wire, url string, srvs ...servers.Server) client.Session {
 	t.Helper()
-	s, err := api.Open(t.Context(), client.OpenParams{
+	s, err := api.Definition(providers).Open(t.Context(), client.OpenParams{
 		Variant: "v", Model: w.model, Options: json.RawMessage(w.options(url)), Servers: srvs,
 		Env: w.env, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})

@@ -3,9 +3,11 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mst-eval/mst/client"
+	"github.com/mst-eval/mst/provider"
 )
 
 // The api client's defaults. The options schema states them and
@@ -16,14 +18,11 @@ const (
 	defaultMaxRetries = 2
 )
 
-// OptionsSchema is the JSON Schema of the api client's clientOptions. It is
-// read-only: Definition gives each caller a copy of its own.
-var OptionsSchema = optionsSchema()
-
 // optionsSchema builds the api client's options schema: the shared timeout,
 // maxActions and reasoningEffort (api drives no app, so it takes no
-// appVersion), then its own options.
-func optionsSchema() json.RawMessage {
+// appVersion), then its own options. The default of apiKeyEnv names the key
+// variables of providers.
+func optionsSchema(providers *provider.Registry) json.RawMessage {
 	return client.OptionsSchema(client.SharedOptions{
 		MaxActions:      &client.MaxActions{Action: "tool calls", Default: defaultMaxActions},
 		ReasoningEffort: &client.ReasoningEffort{DefaultDescription: "the provider's default"},
@@ -41,10 +40,10 @@ func optionsSchema() json.RawMessage {
 			Default:     "responses",
 		},
 		client.Option{
-			Name:               "apiKeyEnv",
+			Name:               client.OptionAPIKeyEnv,
 			Schema:             map[string]any{"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
 			Description:        "Name of the environment variable (or secrets-file key) holding the API key.",
-			DefaultDescription: "ANTHROPIC_API_KEY or OPENAI_API_KEY, by provider",
+			DefaultDescription: keyVarsByProvider(providers),
 		},
 		client.Option{
 			Name:               "system",
@@ -67,6 +66,22 @@ func optionsSchema() json.RawMessage {
 	)
 }
 
+// keyVarsByProvider describes the default of apiKeyEnv: "the model's
+// provider's variable (ANTHROPIC_API_KEY for anthropic/, OPENAI_API_KEY for
+// openai/)".
+func keyVarsByProvider(providers *provider.Registry) string {
+	var each []string
+	for _, name := range providers.Buildable() {
+		if def, _ := providers.Lookup(name); def.KeyVar != "" {
+			each = append(each, def.KeyVar+" for "+name+"/")
+		}
+	}
+	if len(each) == 0 {
+		return "none: no provider takes a key"
+	}
+	return "the model's provider's variable (" + strings.Join(each, ", ") + ")"
+}
+
 // Options are the api client's options, decoded.
 type Options struct {
 	Timeout         string `json:"timeout"`
@@ -74,10 +89,11 @@ type Options struct {
 	ReasoningEffort string `json:"reasoningEffort"`
 	BaseURL         string `json:"baseURL"`
 	API             string `json:"api"`
-	APIKeyEnv       string `json:"apiKeyEnv"`
 	System          string `json:"system"`
 	MaxTokens       int    `json:"maxTokens"`
 	MaxRetries      *int   `json:"maxRetries"`
+	// apiKeyEnv is in the schema but not here: the plan lifts it out of
+	// the options into OpenParams.KeyEnv.
 }
 
 // decodeOptions reads raw options (already validated against the schema)

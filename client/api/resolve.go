@@ -4,61 +4,39 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/provider"
-	"github.com/mst-eval/mst/provider/anthropic"
-	"github.com/mst-eval/mst/provider/offline"
-	"github.com/mst-eval/mst/provider/openai"
 )
 
-// Providers lists the model providers the api client knows, as the prefix of
-// a model reference ("anthropic/claude-sonnet-4-5").
-var Providers = []string{"anthropic", "openai", "offline"}
-
-// ProviderOf returns the provider part of a model reference.
-func ProviderOf(model string) string {
-	p, _, _ := strings.Cut(model, "/")
-	return p
-}
-
-// modelName returns the model part of a reference, as the provider's API
-// knows it.
-func modelName(model string) string {
-	if p, m, ok := strings.Cut(model, "/"); ok && p != "offline" {
-		return m
+// newProvider builds the provider of p.Model from its definition in reg,
+// with the key read from p.Env: from the variable p.KeyEnv names when set,
+// else from the provider's own KeyVar.
+func newProvider(reg *provider.Registry, p client.OpenParams, o Options) (provider.Provider, error) {
+	name, model := provider.Split(p.Model)
+	def, err := reg.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("model %q: %w: write offline or provider/model, such as anthropic/claude-sonnet-4-5", p.Model, err)
 	}
-	return model
-}
-
-func newProvider(model string, o Options, env map[string]string) (provider.Provider, error) {
+	if def.New == nil {
+		return nil, fmt.Errorf("model %s: the api client runs models of %s, not %s (MST has no API implementation of it): use a client that runs %s models (mst clients)",
+			p.Model, strings.Join(reg.Buildable(), ", "), name, name)
+	}
 	opts := provider.Options{BaseURL: o.BaseURL, API: o.API, MaxRetries: -1}
 	if o.MaxRetries != nil {
 		opts.MaxRetries = *o.MaxRetries
 	}
-	key := func(def string) string {
-		if o.APIKeyEnv != "" {
-			def = o.APIKeyEnv
-		}
-		return env[def]
+	keyVar, how := def.KeyVar, ": set it in the environment or the secrets file, or name another variable with clientOptions.apiKeyEnv"
+	if p.KeyEnv != "" {
+		keyVar, how = p.KeyEnv, ", the variable clientOptions.apiKeyEnv names: set it in the environment or the secrets file"
 	}
-	switch p := ProviderOf(model); p {
-	case "offline":
-		return offline.New(model)
-	case "anthropic":
-		opts.APIKey = key("ANTHROPIC_API_KEY")
-		if opts.APIKey == "" {
-			return nil, fmt.Errorf("model %s needs an Anthropic API key: set ANTHROPIC_API_KEY (or the variable clientOptions.apiKeyEnv names)", model)
-		}
-		return anthropic.New(modelName(model), opts)
-	case "openai":
-		opts.APIKey = key("OPENAI_API_KEY")
-		if opts.APIKey == "" && opts.BaseURL == "" {
-			return nil, fmt.Errorf("model %s needs an OpenAI API key: set OPENAI_API_KEY (or the variable clientOptions.apiKeyEnv names)", model)
-		}
-		if opts.APIKey == "" {
-			opts.APIKey = "none" // OpenAI-compatible local servers often need no key
-		}
-		return openai.New(modelName(model), opts)
-	default:
-		return nil, fmt.Errorf("model %q: unknown provider %q (known: %s; write offline or provider/model, e.g. anthropic/claude-sonnet-4-5)", model, p, strings.Join(Providers, ", "))
+	if keyVar != "" {
+		opts.APIKey = p.Env[keyVar]
 	}
+	if opts.APIKey == "" && def.KeyRequired(o.BaseURL) {
+		if def.KeyOptionalWithBaseURL {
+			how += ", or point clientOptions.baseURL at a server that needs no key"
+		}
+		return nil, fmt.Errorf("model %s needs an API key in %s%s", p.Model, keyVar, how)
+	}
+	return def.New(model, opts)
 }

@@ -11,8 +11,10 @@
 // environment: PATH, HOME, CLAUDE_CONFIG_DIR, OpenParams.Env (the API key
 // comes from there, never from argv), ANTHROPIC_BASE_URL from baseURL,
 // CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1, ENABLE_TOOL_SEARCH=false and
-// CLAUDE_CODE_MAX_RETRIES. When the trial's context ends the whole group
-// gets SIGTERM, then SIGKILL 3 s later.
+// CLAUDE_CODE_MAX_RETRIES. The CLI runs under client/cliproc: when the
+// trial's context ends its whole tree gets SIGTERM, then SIGKILL 3 s later,
+// and Run returns what the CLI had written, errored (MST says whether the
+// trial timed out or was cancelled).
 //
 // The CLI's stream-json lines become the trial's result: messages, tool
 // calls (mcp__SERVER__TOOL mapped back to the server's and the tool's own
@@ -31,8 +33,8 @@ package claudecode
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"github.com/mst-eval/mst/client/cliproc"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,6 +44,7 @@ import (
 	"time"
 
 	"github.com/mst-eval/mst/client"
+	"github.com/mst-eval/mst/client/cliproc"
 	"github.com/mst-eval/mst/servers"
 	"github.com/mst-eval/mst/transcript"
 )
@@ -108,7 +111,6 @@ func optionsSchema() json.RawMessage {
 
 // Options are claude-code's options, decoded.
 type Options struct {
-	Timeout         string `json:"timeout"`
 	MaxActions      int    `json:"maxActions"`
 	ReasoningEffort string `json:"reasoningEffort"`
 	BaseURL         string `json:"baseURL"`
@@ -167,6 +169,9 @@ func Open(ctx context.Context, p client.OpenParams) (client.Session, error) {
 	cli, err := cliproc.Find("the Claude Code CLI", opts.Command, "npm install -g @anthropic-ai/claude-code")
 	if err != nil {
 		return nil, err
+	}
+	if p.Env["ANTHROPIC_API_KEY"] == "" {
+		return nil, errors.New("claude-code needs an API key: set ANTHROPIC_API_KEY in the environment or the secrets file")
 	}
 	dir, err := os.MkdirTemp(p.WorkDir, "claude-code-")
 	if err != nil {

@@ -202,45 +202,6 @@ func TestServerMissing(t *testing.T) {
 	}
 }
 
-// TestTimeout: when the trial's context ends the CLI's whole process group
-// goes, promptly.
-func TestTimeout(t *testing.T) {
-	t.Parallel()
-	srv := peertest.Everything(t)
-	fake := providertest.New(t, providertest.Script{
-		Latency:       time.Minute,
-		Conversations: []providertest.Conversation{{Turns: []providertest.Turn{{Text: "too late"}}}},
-	})
-	s := openCLI(t, fake.URL, nil, srv)
-	var mu sync.Mutex
-	var pids []int
-	s.started = func(pid int) { mu.Lock(); pids = append(pids, pid); mu.Unlock() }
-	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Second)
-	defer cancel()
-	start := time.Now()
-	res := run(t, s, ctx, "hi")
-	took := time.Since(start)
-	t.Logf("Run returned after %v with %+v", took, res.Outcome)
-	if took > 4*time.Second+killGrace+2*time.Second {
-		t.Errorf("Run took %v after a 4s deadline", took)
-	}
-	if res.Outcome.Status != transcript.TimedOut {
-		t.Errorf("outcome = %+v, want timed-out", res.Outcome)
-	}
-	if len(fake.Requests()) == 0 {
-		t.Errorf("the CLI never reached the provider: the test did not test a trial in flight")
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(pids) != 1 {
-		t.Fatalf("started %d CLIs, want 1", len(pids))
-	}
-	// Nothing of the group is left: signal 0 to the group finds no one.
-	if err := syscall.Kill(-pids[0], 0); !errors.Is(err, syscall.ESRCH) {
-		t.Errorf("process group %d still has processes (kill 0: %v)", pids[0], err)
-	}
-}
-
 // TestCLIFails: a CLI that exits non-zero without a result line ends the
 // trial errored (client) with its stderr.
 func TestCLIFails(t *testing.T) {

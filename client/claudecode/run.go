@@ -1,33 +1,26 @@
 package claudecode
 
 import (
-	"github.com/mst-eval/mst/internal/tailbuf"
-	"syscall"
-
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"github.com/mst-eval/mst/internal/proctree"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/mst-eval/mst/client"
+	"github.com/mst-eval/mst/client/cliproc"
 	"github.com/mst-eval/mst/transcript"
 )
-
-// killGrace is how long the CLI's process group has after SIGTERM before
-// SIGKILL.
-const killGrace = 3 * time.Second
 
 // stderrTail bounds how much of the CLI's stderr a trial keeps.
 const stderrTail = 4096
 
-// Run runs one trial: one CLI process, read line by line.
+// Run runs one trial: one CLI process, read line by line. When ctx ends the
+// CLI's tree is stopped and Run returns what the CLI had written, errored;
+// MST decides whether that was a timeout or a cancellation.
 func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error) {
 	s.mu.Lock()
 	closed := s.closed
@@ -36,8 +29,8 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 		return client.Result{}, errors.New("the claude-code session is closed")
 	}
 	version := s.version
-	if ctx.Err() != nil {
-		return s.interrupted(ctx, client.Result{ClientVersion: version}), nil
+	if err := ctx.Err(); err != nil {
+		return client.Result{ClientVersion: version, Outcome: ended(err)}, nil
 	}
 
 	tdir, err := os.MkdirTemp(s.dir, "trial-")
@@ -52,64 +45,29 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 		}
 	}
 
-	lines := &lineWriter{}
-	stderr := tailbuf.New(stderrTail)
-	cmd := exec.Command(s.cli, s.args(t.Prompt)...)
-	cmd.Dir = work
-	cmd.Env = s.env(home)
-	cmd.Stdin = nil // /dev/null
-	cmd.Stdout = lines
-	cmd.Stderr = stderr
-	// A straggler that escaped the group and holds the pipes open cannot
-	// keep the trial waiting.
-	cmd.WaitDelay = killGrace
-	proctree.Group(cmd)
+	var mu sync.Mutex
+	var lines []line
 	started := time.Now()
-	if err := cmd.Start(); err != nil {
+	proc, err := cliproc.Start(ctx, cliproc.Command{
+		Path: s.cli, Args: s.args(t.Prompt), Env: s.env(home), Dir: work,
+		StderrTail: stderrTail, Started: s.started,
+		Line: func(at time.Time, text []byte) {
+			mu.Lock()
+			lines = append(lines, line{at: at, text: text})
+			mu.Unlock()
+		},
+	})
+	if err != nil {
 		return client.Result{ClientVersion: version, Outcome: transcript.Outcome{
 			Status: transcript.Errored, Cause: transcript.CauseClient,
 			Detail: fmt.Sprintf("starting the Claude Code CLI (%s): %v", s.cli, err),
 		}}, nil
 	}
-	if s.started != nil {
-		s.started(cmd.Process.Pid)
-	}
-	tree := proctree.Of(cmd)
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		// Servers the CLI starts are remembered as they appear, so they
-		// can be stopped even if they leave its process group.
-		scan := time.NewTicker(250 * time.Millisecond)
-		defer scan.Stop()
-	wait:
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				break wait
-			case <-scan.C:
-				tree.Scan()
-			}
-		}
-		tree.Signal(syscall.SIGTERM)
-		timer := time.NewTimer(killGrace)
-		defer timer.Stop()
-		select {
-		case <-done:
-		case <-timer.C:
-		}
-		tree.Signal(syscall.SIGKILL)
-	}()
-	waitErr := cmd.Wait()
-	close(done)
-	<-stopped
-	// Whatever the CLI left behind (a server it did not stop) goes with it.
-	tree.Signal(syscall.SIGKILL)
+	waitErr := proc.Wait()
 
-	res := parse(lines.take(), t.Prompt, s.params.Servers, s.infos)
+	mu.Lock()
+	res := parse(lines, t.Prompt, s.params.Servers, s.infos)
+	mu.Unlock()
 	res.ClientVersion = version
 	if res.ClientTelemetry == nil {
 		res.ClientTelemetry = map[string]any{}
@@ -118,15 +76,16 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 	if res.Servers == nil {
 		res.Servers = s.infos
 	}
-	if ctx.Err() != nil {
-		return s.interrupted(ctx, res), nil
+	if err := ctx.Err(); err != nil {
+		res.Outcome, res.Answer = ended(err), ""
+		return res, nil
 	}
 	if res.Outcome.Status == "" {
 		detail := "the Claude Code CLI ended without a result line"
 		if waitErr != nil {
 			detail = fmt.Sprintf("the Claude Code CLI failed (%v) without a result line", waitErr)
 		}
-		if tl := strings.TrimSpace(stderr.String()); tl != "" {
+		if tl := strings.TrimSpace(proc.Stderr()); tl != "" {
 			detail += "; its stderr ends with: " + tl
 		}
 		res.Outcome = transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseClient, Detail: detail}
@@ -137,58 +96,14 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 	return res, nil
 }
 
-// interrupted is the result of a trial whose context ended: timed out at
-// its deadline, cancelled otherwise. MST decides which in the end.
-func (s *session) interrupted(ctx context.Context, res client.Result) client.Result {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		res.Outcome = transcript.Outcome{Status: transcript.TimedOut, Detail: "the trial's timeout passed before the CLI answered"}
-	} else {
-		res.Outcome = transcript.Outcome{Status: transcript.Cancelled, Detail: ctx.Err().Error()}
-	}
-	res.Answer = ""
-	return res
+// ended is the outcome of a trial whose context ended (err) before the CLI
+// answered: errored, for MST to classify as timed out or cancelled.
+func ended(err error) transcript.Outcome {
+	return transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseClient, Detail: "the CLI was stopped before it answered: " + err.Error()}
 }
 
 // line is one stdout line of the CLI and when it arrived.
 type line struct {
 	at   time.Time
 	text []byte
-}
-
-// lineWriter splits what the CLI writes into lines, stamping each with its
-// arrival time.
-type lineWriter struct {
-	mu      sync.Mutex
-	partial []byte
-	lines   []line
-}
-
-func (w *lineWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	now := time.Now()
-	w.partial = append(w.partial, p...)
-	for {
-		i := bytes.IndexByte(w.partial, '\n')
-		if i < 0 {
-			break
-		}
-		if l := bytes.TrimSpace(w.partial[:i]); len(l) > 0 {
-			w.lines = append(w.lines, line{at: now, text: append([]byte(nil), l...)})
-		}
-		w.partial = w.partial[i+1:]
-	}
-	return len(p), nil
-}
-
-// take returns every line, the unterminated last one included.
-func (w *lineWriter) take() []line {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := w.lines
-	if l := bytes.TrimSpace(w.partial); len(l) > 0 {
-		out = append(out, line{at: time.Now(), text: append([]byte(nil), l...)})
-	}
-	w.lines, w.partial = nil, nil
-	return out
 }

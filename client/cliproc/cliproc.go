@@ -1,8 +1,17 @@
 // Package cliproc holds what the CLI clients (claude-code, codex-cli,
 // gemini-cli) share about the program they drive: finding it (and saying how
 // to install it), asking its version, the PATH it runs with, quoting the end
-// of what it printed, and refusing what no CLI can honour yet (rewritten tool
-// descriptions).
+// of what it printed, refusing what no CLI can honour yet (rewritten tool
+// descriptions), and running it (Start).
+//
+// A trial's run: Start puts the program in a process group of its own,
+// hands each stdout line to the client's parser as it arrives, keeps the
+// tail of stderr, and looks for the processes the program starts every
+// 250 ms. When the trial's context ends, or the client calls Stop (its
+// maxActions reached), the tree gets SIGTERM and, Grace later, SIGKILL.
+// Wait returns once the program has exited and nothing of its tree is
+// left. Each client keeps only its command line, environment, parser and
+// outcome rules.
 package cliproc
 
 import (

@@ -14,13 +14,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/mst-eval/mst/client/cliproc"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/mst-eval/mst/client"
+	"github.com/mst-eval/mst/client/cliproc"
 	"github.com/mst-eval/mst/transcript"
 )
 
@@ -95,7 +95,6 @@ func optionsSchema() json.RawMessage {
 
 // Options are codex-cli's options, decoded.
 type Options struct {
-	Timeout           string `json:"timeout"`
 	MaxActions        int    `json:"maxActions"`
 	ReasoningEffort   string `json:"reasoningEffort"`
 	BaseURL           string `json:"baseURL"`
@@ -111,11 +110,6 @@ func decodeOptions(raw json.RawMessage) (Options, error) {
 	if len(raw) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &o); err != nil {
 			return o, fmt.Errorf("clientOptions: %w", err)
-		}
-	}
-	if o.Timeout != "" {
-		if _, err := time.ParseDuration(o.Timeout); err != nil {
-			return o, fmt.Errorf("clientOptions.timeout: %q is not a duration (write 90s or 5m)", o.Timeout)
 		}
 	}
 	if o.BaseURL == "" {

@@ -66,6 +66,10 @@ func configTOML(c config) string {
 			}
 		}
 		kv("required", "true")
+		// Under approval_policy "never" the CLI refuses a tool it would ask
+		// about (one not marked read-only); MST's trials approve every tool
+		// of the variant's servers.
+		kv("default_tools_approval_mode", tomlString("approve"))
 		timeout := s.StartupTimeout
 		if timeout <= 0 {
 			timeout = defaultStartupTimeout

@@ -1,31 +1,19 @@
 package codexcli
 
 import (
-	"github.com/mst-eval/mst/client/cliproc"
-	"github.com/mst-eval/mst/internal/tailbuf"
-	"syscall"
-
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"github.com/mst-eval/mst/internal/proctree"
 	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/mst-eval/mst/client"
+	"github.com/mst-eval/mst/client/cliproc"
 	"github.com/mst-eval/mst/transcript"
 )
-
-// killGrace is how long a trial's process group has between SIGTERM and
-// SIGKILL once the trial's context ends.
-const killGrace = 3 * time.Second
 
 type session struct {
 	params  client.OpenParams
@@ -77,7 +65,9 @@ func (s *session) Close() error {
 }
 
 // Run runs one trial: codex exec --json with the prompt, in a fresh folder
-// of its own, read into the transcript as its events arrive.
+// of its own, read into the transcript as its events arrive. When ctx ends
+// the CLI's tree is stopped and Run returns what it had, errored; MST
+// decides whether that was a timeout or a cancellation.
 func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error) {
 	cwd, err := os.MkdirTemp(s.dir, "trial-")
 	if err != nil {
@@ -89,99 +79,44 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 		"--disable", "plugins", "--disable", "remote_plugin", "--disable", "apps", "--disable", "tool_suggest"}
 	args = append(args, s.extraArgs...)
 	args = append(args, "--", t.Prompt)
-	cmd := exec.Command(s.bin, args...)
-	cmd.Dir = cwd
-	cmd.Env = s.env()
-	cmd.Stdin = nil // /dev/null
-	stderr := tailbuf.New(16 << 10)
-	cmd.Stderr = stderr
-	cmd.WaitDelay = 2 * killGrace
-	proctree.Group(cmd)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return client.Result{}, fmt.Errorf("codex-cli: %w", err)
-	}
-	if err := cmd.Start(); err != nil {
-		return client.Result{}, fmt.Errorf("codex-cli: starting %s: %w", s.bin, err)
-	}
-	if s.onStart != nil {
-		s.onStart(cmd.Process.Pid)
-	}
-	tree := proctree.Of(cmd)
-
-	// stop ends the whole process group: SIGTERM, then SIGKILL after
-	// killGrace. It is called when ctx ends or maxActions is reached.
-	stopped := make(chan struct{})
-	var stopOnce sync.Once
-	stop := func() {
-		stopOnce.Do(func() {
-			close(stopped)
-			go func() {
-				tree.Signal(syscall.SIGTERM)
-				time.Sleep(killGrace)
-				tree.Signal(syscall.SIGKILL)
-			}()
-		})
-	}
-	done := make(chan struct{})
-	go func() {
-		// Servers the CLI starts are remembered as they appear, so they
-		// can be stopped even if they leave its process group.
-		scan := time.NewTicker(250 * time.Millisecond)
-		defer scan.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				stop()
-				return
-			case <-done:
-				return
-			case <-scan.C:
-				tree.Scan()
-			}
-		}
-	}()
-
 	p := newParser(t.Prompt, s.opts.MaxActions)
-	r := bufio.NewReaderSize(stdout, 64<<10)
-	for {
-		line, err := r.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 {
-			p.line(line, time.Now().UTC())
+	var proc *cliproc.Process
+	proc, err = cliproc.Start(ctx, cliproc.Command{
+		Path: s.bin, Args: args, Env: s.env(), Dir: cwd,
+		StderrTail: 16 << 10, Started: s.onStart,
+		Line: func(at time.Time, text []byte) {
+			p.line(text, at.UTC())
 			if p.overLimit && !p.stopped {
 				p.stopped = true
-				stop()
+				proc.Stop()
 			}
-		}
-		if err != nil {
-			break
-		}
+		},
+	})
+	if err != nil {
+		return client.Result{}, fmt.Errorf("codex-cli: starting %s: %w", s.bin, err)
 	}
-	waitErr := cmd.Wait()
-	close(done)
-	// Whatever the CLI left behind (a server it started) goes with it.
-	tree.Signal(syscall.SIGKILL)
+	waitErr := proc.Wait()
+	stderr := proc.Stderr()
 
 	res := p.result()
 	res.Servers = s.infos
 	res.ClientVersion = s.version
-	if w := stderrWarnings(stderr.String()); len(w) > 0 {
+	if w := stderrWarnings(stderr); len(w) > 0 {
 		warnings, _ := res.ClientTelemetry["warnings"].([]string)
 		res.ClientTelemetry["warnings"] = append(warnings, w...)
 	}
-	res.Outcome = s.outcome(ctx, p, waitErr, stderr.String())
+	res.Outcome = s.outcome(ctx, p, waitErr, stderr)
 	return res, nil
 }
 
-// outcome decides how the trial ended, in order: the trial's context, the
-// maxActions limit, an API error in the stream, a required server that did
-// not start, any other failure of the CLI, and then the answer.
+// outcome decides how the trial ended, in order: the trial's context
+// (errored: MST classifies it), the maxActions limit, an API error in the
+// stream, a required server that did not start, any other failure of the
+// CLI, and then the answer.
 func (s *session) outcome(ctx context.Context, p *parser, waitErr error, stderr string) transcript.Outcome {
 	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return transcript.Outcome{Status: transcript.TimedOut, Detail: "the trial's timeout passed while codex ran"}
 	case ctx.Err() != nil:
-		return transcript.Outcome{Status: transcript.Cancelled, Detail: ctx.Err().Error()}
+		return transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseClient, Detail: "codex was stopped before it answered: " + ctx.Err().Error()}
 	case p.overLimit:
 		return transcript.Outcome{Status: transcript.NoAnswer, Detail: fmt.Sprintf("maxActions (%d) reached: the model asked for another tool call", s.opts.MaxActions)}
 	case p.apiError != "":

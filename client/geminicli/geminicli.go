@@ -16,12 +16,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/mst-eval/mst/client/cliproc"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/mst-eval/mst/client"
+	"github.com/mst-eval/mst/client/cliproc"
 	"github.com/mst-eval/mst/transcript"
 )
 
@@ -101,7 +101,6 @@ func optionsSchema() json.RawMessage {
 
 // Options are gemini-cli's options, decoded.
 type Options struct {
-	Timeout            string `json:"timeout"`
 	MaxActions         int    `json:"maxActions"`
 	BaseURL            string `json:"baseURL"`
 	Command            string `json:"command"`
@@ -115,11 +114,6 @@ func decodeOptions(raw json.RawMessage) (Options, error) {
 	if len(raw) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &o); err != nil {
 			return o, fmt.Errorf("clientOptions: %w", err)
-		}
-	}
-	if o.Timeout != "" {
-		if _, err := time.ParseDuration(o.Timeout); err != nil {
-			return o, fmt.Errorf("clientOptions.timeout: %q is not a duration (write 90s or 5m)", o.Timeout)
 		}
 	}
 	if o.Command == "" {

@@ -1,32 +1,22 @@
 package geminicli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"github.com/mst-eval/mst/client/cliproc"
-	"github.com/mst-eval/mst/internal/tailbuf"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/mst-eval/mst/client"
-	"github.com/mst-eval/mst/internal/proctree"
+	"github.com/mst-eval/mst/client/cliproc"
 	"github.com/mst-eval/mst/transcript"
 )
-
-// killGrace is how long a trial's process tree has between SIGTERM and
-// SIGKILL once the trial's context ends.
-const killGrace = 3 * time.Second
 
 type session struct {
 	params   client.OpenParams
@@ -94,7 +84,9 @@ func (s *session) args(prompt string) []string {
 }
 
 // Run runs one trial: gemini -p in a fresh home and folder of its own, read
-// into the transcript as its events arrive.
+// into the transcript as its events arrive. When ctx ends the CLI's tree is
+// stopped and Run returns what it had, errored; MST decides whether that was
+// a timeout or a cancellation.
 func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error) {
 	tdir, err := os.MkdirTemp(s.dir, "trial-")
 	if err != nil {
@@ -114,42 +106,30 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 	// without --debug it prints only "MCP issues detected".
 	debugLog := filepath.Join(tdir, "debug.log")
 
-	cmd := exec.Command(s.bin, s.args(t.Prompt)...)
-	cmd.Dir = work
-	cmd.Env = append(s.env(home, tmp), "GEMINI_DEBUG_LOG_FILE="+debugLog)
-	cmd.Stdin = nil // /dev/null
-	stderr := tailbuf.New(16 << 10)
 	// The CLI's hint that an MCP server failed prompts a look at the debug
 	// log at once, before the CLI goes on to call the model without it.
 	poke := make(chan struct{}, 1)
-	cmd.Stderr = &hintWriter{w: stderr, hint: []byte(mcpHint), poke: poke}
-	cmd.WaitDelay = 2 * killGrace
-	proctree.Group(cmd)
-	stdout, err := cmd.StdoutPipe()
+	p := newParser(t.Prompt, s.opts.MaxActions, s.namer)
+	var proc *cliproc.Process
+	proc, err = cliproc.Start(ctx, cliproc.Command{
+		Path: s.bin, Args: s.args(t.Prompt), Dir: work,
+		Env:        append(s.env(home, tmp), "GEMINI_DEBUG_LOG_FILE="+debugLog),
+		StderrTail: 16 << 10, Stderr: &hintWriter{hint: []byte(mcpHint), poke: poke},
+		Started: s.onStart,
+		Line: func(at time.Time, text []byte) {
+			p.line(text, at.UTC())
+			if p.overLimit && !p.stopped {
+				p.stopped = true
+				proc.Stop()
+			}
+		},
+	})
 	if err != nil {
-		return client.Result{}, fmt.Errorf("gemini-cli: %w", err)
-	}
-	if err := cmd.Start(); err != nil {
 		return client.Result{}, fmt.Errorf("gemini-cli: starting %s: %w", s.bin, err)
 	}
-	if s.onStart != nil {
-		s.onStart(cmd.Process.Pid)
-	}
-	tree := proctree.Of(cmd)
 
-	// stop ends the whole process tree: SIGTERM, then SIGKILL after
-	// killGrace. It is called when ctx ends, maxActions is reached or a
-	// server failed to start.
-	var stopOnce sync.Once
-	stop := func() {
-		stopOnce.Do(func() {
-			go func() {
-				tree.Signal(syscall.SIGTERM)
-				time.Sleep(killGrace)
-				tree.Signal(syscall.SIGKILL)
-			}()
-		})
-	}
+	// The debug log is read for a server that failed to start; the CLI
+	// is stopped then, since it would go on without the server.
 	watch := &mcpWatch{path: debugLog}
 	var serverFailed string
 	var failMu sync.Mutex
@@ -157,59 +137,28 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		// Servers the CLI starts are remembered as they appear, so they
-		// can be stopped even if they leave its process group; and the
-		// debug log is read for a server that failed to start.
-		scan := time.NewTicker(250 * time.Millisecond)
-		defer scan.Stop()
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
 		for {
 			select {
-			case <-ctx.Done():
-				stop()
-				return
 			case <-done:
 				return
 			case <-poke:
-				if msg := watch.check(); msg != "" {
-					failMu.Lock()
-					serverFailed = msg
-					failMu.Unlock()
-					stop()
-					return
-				}
-			case <-scan.C:
-				tree.Scan()
-				if msg := watch.check(); msg != "" {
-					failMu.Lock()
-					serverFailed = msg
-					failMu.Unlock()
-					stop()
-					return
-				}
+			case <-tick.C:
+			}
+			if msg := watch.check(); msg != "" {
+				failMu.Lock()
+				serverFailed = msg
+				failMu.Unlock()
+				proc.Stop()
+				return
 			}
 		}
 	}()
-
-	p := newParser(t.Prompt, s.opts.MaxActions, s.namer)
-	r := bufio.NewReaderSize(stdout, 64<<10)
-	for {
-		line, err := r.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 {
-			p.line(line, time.Now().UTC())
-			if p.overLimit && !p.stopped {
-				p.stopped = true
-				stop()
-			}
-		}
-		if err != nil {
-			break
-		}
-	}
-	waitErr := cmd.Wait()
+	waitErr := proc.Wait()
 	close(done)
 	<-watched
-	// Whatever the CLI left behind (a server it started) goes with it.
-	tree.Signal(syscall.SIGKILL)
+	stderr := proc.Stderr()
 
 	failMu.Lock()
 	failed := serverFailed
@@ -223,19 +172,18 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 	res := p.result()
 	res.Servers = s.infos
 	res.ClientVersion = s.version
-	res.Outcome = s.outcome(ctx, p, failed, waitErr, stderr.String())
+	res.Outcome = s.outcome(ctx, p, failed, waitErr, stderr)
 	return res, nil
 }
 
-// outcome decides how the trial ended, in order: the trial's context, the
+// outcome decides how the trial ended, in order: the trial's context
+// (errored: MST classifies it), the
 // maxActions limit, a server that did not start, an API error, any other
 // failure of the CLI, and then the answer.
 func (s *session) outcome(ctx context.Context, p *parser, serverFailed string, waitErr error, stderr string) transcript.Outcome {
 	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return transcript.Outcome{Status: transcript.TimedOut, Detail: "the trial's timeout passed while gemini ran"}
 	case ctx.Err() != nil:
-		return transcript.Outcome{Status: transcript.Cancelled, Detail: ctx.Err().Error()}
+		return transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseClient, Detail: "gemini was stopped before it answered: " + ctx.Err().Error()}
 	case p.overLimit:
 		return transcript.Outcome{Status: transcript.NoAnswer, Detail: fmt.Sprintf("maxActions (%d) reached: the model asked for another tool call", s.opts.MaxActions)}
 	case serverFailed != "":
@@ -522,10 +470,9 @@ func (p *parser) result() client.Result {
 // error or a warning; the debug log says which and why.
 const mcpHint = "MCP issues detected"
 
-// hintWriter passes writes on to w and pokes when one holds hint. A hint
-// split across two writes is left to the periodic look.
+// hintWriter pokes when a write holds hint. A hint split across two writes
+// is left to the periodic look.
 type hintWriter struct {
-	w    io.Writer
 	hint []byte
 	poke chan struct{}
 }
@@ -537,5 +484,5 @@ func (h *hintWriter) Write(p []byte) (int, error) {
 		default:
 		}
 	}
-	return h.w.Write(p)
+	return len(p), nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -136,8 +137,8 @@ func measureRun(results string) (runMeasure, error) {
 	if len(runs) != 1 {
 		return m, fmt.Errorf("want one run in %s, found %d", results, len(runs))
 	}
-	st := &store.Run{Dir: filepath.Dir(runs[0])}
-	rec, err := st.ReadRun()
+	st := store.OpenDir(filepath.Dir(runs[0]), nil)
+	rec, err := st.ReadRun(context.Background())
 	if err != nil {
 		return m, err
 	}
@@ -146,7 +147,7 @@ func measureRun(results string) (runMeasure, error) {
 	var total time.Duration
 	var last time.Time
 	count := 0
-	err = st.Transcripts(func(t *transcript.Transcript) error {
+	err = st.Transcripts(context.Background(), func(t *transcript.Transcript) error {
 		count++
 		if t.Outcome.Status == transcript.Answered {
 			m.answered++

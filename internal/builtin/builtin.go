@@ -17,6 +17,11 @@ import (
 	"github.com/mst-eval/mst/client/cowork"
 	"github.com/mst-eval/mst/client/geminicli"
 	"github.com/mst-eval/mst/grade"
+	"github.com/mst-eval/mst/provider"
+	"github.com/mst-eval/mst/provider/anthropic"
+	"github.com/mst-eval/mst/provider/google"
+	"github.com/mst-eval/mst/provider/offline"
+	"github.com/mst-eval/mst/provider/openai"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/runner/docker"
 	"github.com/mst-eval/mst/runner/kubernetes"
@@ -26,13 +31,23 @@ import (
 // Clients returns a registry of the built-in clients.
 func Clients() *client.Registry {
 	return client.NewRegistry(
-		api.Definition(),
+		api.Definition(Providers()),
 		claudecode.Definition(),
 		codexcli.Definition(),
 		geminicli.Definition(),
 		cowork.Definition(),
 		chatgpt.Definition(),
 		codexapp.Definition(),
+	)
+}
+
+// Providers returns a registry of the built-in model providers.
+func Providers() *provider.Registry {
+	return provider.NewRegistry(
+		anthropic.Definition(),
+		openai.Definition(),
+		google.Definition(),
+		offline.Definition(),
 	)
 }
 
@@ -82,6 +97,9 @@ func (c Catalog) ClientOptions(name string) (json.RawMessage, error) {
 	}
 	return d.Options, nil
 }
+
+// ProviderNames lists the built-in model providers.
+func (Catalog) ProviderNames() []string { return Providers().Names() }
 
 // GraderSchema is the JSON Schema of one grader spec.
 func (Catalog) GraderSchema() json.RawMessage { return grade.Schema() }

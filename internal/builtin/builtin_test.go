@@ -24,6 +24,32 @@ func TestClientNames(t *testing.T) {
 	}
 }
 
+// TestProviders pins the built-in providers, the keys they read, and that
+// the api client runs exactly those MST implements.
+func TestProviders(t *testing.T) {
+	t.Parallel()
+	reg := builtin.Providers()
+	for _, tt := range []struct {
+		what      string
+		got, want []string
+	}{
+		{"Providers().Names()", reg.Names(), []string{"anthropic", "google", "offline", "openai"}},
+		{"Providers().Buildable()", reg.Buildable(), []string{"anthropic", "offline", "openai"}},
+		{"Providers().KeyVars()", reg.KeyVars(), []string{"ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENAI_API_KEY"}},
+	} {
+		if diff := cmp.Diff(tt.want, tt.got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.what, diff)
+		}
+	}
+	api, err := builtin.Clients().Lookup("api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(reg.Buildable(), api.ModelProviders); diff != "" {
+		t.Errorf("api client's ModelProviders (-registry +client):\n%s", diff)
+	}
+}
+
 func TestCheckClient(t *testing.T) {
 	t.Parallel()
 	reg := builtin.Clients()

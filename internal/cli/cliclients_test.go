@@ -84,9 +84,9 @@ variants:
 	if len(runs) != 1 {
 		t.Fatalf("run folders: %v", runs)
 	}
-	st, _ := store.Open(runs[0])
+	st, _ := store.OpenRunDir(runs[0], nil)
 	seen := map[string]bool{}
-	st.Transcripts(func(tr *transcript.Transcript) error {
+	st.Transcripts(t.Context(), func(tr *transcript.Transcript) error {
 		seen[tr.Variant] = true
 		if tr.Outcome.Status != transcript.Answered || len(tr.ToolCalls) != 1 || tr.ToolCalls[0].Server != "everything" || tr.ToolCalls[0].Tool != "echo" ||
 			!strings.Contains(tr.ToolCalls[0].Result, "hello from the eval") || tr.Usage.OutputTokens == 0 || tr.Client.Name != tr.Variant {

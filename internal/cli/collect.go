@@ -1,16 +1,13 @@
 package cli
 
 import (
-	"encoding/json"
-	"fmt"
 	"os"
-	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mst-eval/mst/internal/builtin"
 	"github.com/mst-eval/mst/run"
-	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/store"
@@ -29,13 +26,14 @@ const VersionOverrideEnv = "MST_VERSION_OVERRIDE"
 func newCollectCmd(stdio Stdio) *cobra.Command {
 	var bundleDir, results string
 	var verbose bool
+	var heartbeat time.Duration
 	cmd := &cobra.Command{
 		Use:    "collect --bundle DIR --results DIR",
 		Short:  "Run one shard's trials as a worker (started by runners, not by hand)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			b, err := readBundle(bundleDir)
+			b, err := shard.ReadBundle(bundleDir)
 			if err != nil {
 				return err
 			}
@@ -43,7 +41,8 @@ func newCollectCmd(stdio Stdio) *cobra.Command {
 				return err
 			}
 			set := secrets.New()
-			stderr := secrets.NewRedactor(set).Writer(stdio.Err)
+			redact := secrets.NewRedactor(set)
+			stderr := redact.Writer(stdio.Err)
 			defer stderr.Flush()
 			work, err := os.MkdirTemp("", "mst-worker-")
 			if err != nil {
@@ -55,9 +54,9 @@ func newCollectCmd(stdio Stdio) *cobra.Command {
 				version = v
 			}
 			w := &shard.Worker{
-				Clients: builtin.Clients(), Results: &store.Run{Dir: results}, Secrets: set,
+				Clients: builtin.Clients(), Results: store.OpenDir(results, redact), Secrets: set,
 				Environment: run.Environment(b.Run.Runner.Name), Logger: newLogger(stderr, verbose),
-				MSTVersion: version, WorkDir: work,
+				MSTVersion: version, WorkDir: work, Heartbeat: heartbeat,
 			}
 			return w.Run(cmd.Context(), b, stdio.In, stdio.Out)
 		},
@@ -65,19 +64,8 @@ func newCollectCmd(stdio Stdio) *cobra.Command {
 	cmd.Flags().StringVar(&bundleDir, "bundle", "", "the shard's bundle folder")
 	cmd.Flags().StringVar(&results, "results", "", "the folder the worker writes transcripts to")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log details on stderr")
+	cmd.Flags().DurationVar(&heartbeat, "heartbeat", shard.HeartbeatEvery, "how often the worker sends a heartbeat")
 	cmd.MarkFlagRequired("bundle")
 	cmd.MarkFlagRequired("results")
 	return cmd
-}
-
-func readBundle(dir string) (*shard.Bundle, error) {
-	raw, err := os.ReadFile(filepath.Join(dir, runner.BundleFile))
-	if err != nil {
-		return nil, fmt.Errorf("reading the bundle: %w", err)
-	}
-	var b shard.Bundle
-	if err := json.Unmarshal(raw, &b); err != nil {
-		return nil, fmt.Errorf("reading the bundle: %w", err)
-	}
-	return &b, nil
 }

@@ -3,15 +3,12 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
-	"runtime"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mst-eval/mst/eval"
 	"github.com/mst-eval/mst/internal/builtin"
 	"github.com/mst-eval/mst/run"
-	"github.com/mst-eval/mst/store"
 )
 
 func newValidateCmd(stdio Stdio) *cobra.Command {
@@ -25,14 +22,20 @@ file, the path in it and what to do.`,
 		Example: `  mst validate examples/quickstart/eval.yaml`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, cases, err := loadEval(stdio, args[0], runtime.GOOS, true)
+			local, err := builtin.Runners().Lookup("local")
+			if err != nil {
+				return err
+			}
+			// The same plan mst run makes, for this machine; no key is read.
+			plan, err := run.NewPlan(cmd.Context(), planRequest(args[0], local, nil, nil))
 			if asJSON {
 				res := map[string]any{"file": args[0], "valid": err == nil}
 				if err != nil {
 					res["errors"] = errorLines(err)
 				} else {
-					res["cases"] = len(cases)
-					res["variants"] = cfg.VariantOrder
+					res["cases"] = len(plan.Cases)
+					res["variants"] = plan.Variants
+					res["trials"] = len(plan.Keys)
 				}
 				enc := json.NewEncoder(stdio.Out)
 				enc.SetIndent("", "  ")
@@ -43,11 +46,10 @@ file, the path in it and what to do.`,
 				return nil
 			}
 			if err != nil {
-				return err
+				return planError(err)
 			}
-			trials := max(cfg.Trials, 1)
 			fmt.Fprintf(stdio.Out, "%s: valid: %d cases × %d variants × %d trials = %d trials\n",
-				args[0], len(cases), len(cfg.VariantOrder), trials, len(cases)*len(cfg.VariantOrder)*trials)
+				args[0], len(plan.Cases), len(plan.Variants), plan.Trials, len(plan.Keys))
 			return nil
 		},
 	}
@@ -101,17 +103,11 @@ printed it), or a run id under ./mst-results.`,
   mst report quickstart-20261130-101500-a1b2c3 --json | jq '.variants[] | {variant, passRate}'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := args[0]
-			if !filepath.IsAbs(dir) && filepath.Dir(dir) == "." {
-				if st, err := store.Open(filepath.Join("mst-results", dir)); err == nil {
-					dir = st.Dir
-				}
-			}
-			st, err := store.Open(dir)
+			st, err := openRun(cmd.Context(), args[0], "", nil)
 			if err != nil {
 				return err
 			}
-			rep, err := run.LoadReport(st)
+			rep, err := run.LoadReport(cmd.Context(), st)
 			if err != nil {
 				return err
 			}

@@ -6,20 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/mst-eval/mst/dataset"
 	"github.com/mst-eval/mst/eval"
-	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/internal/builtin"
 	"github.com/mst-eval/mst/run"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/secrets"
-	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
 )
@@ -102,39 +96,25 @@ run; 2 bad flags or a config that does not validate; 3 the run is partial
 	return cmd
 }
 
-// loadEval loads and checks an eval for a runner whose machines run goos
-// ("" when unknown); thisMachine says they are this machine, so clients'
-// preflight checks (an installed CLI) run too.
-func loadEval(stdio Stdio, path, goos string, thisMachine bool) (*eval.Config, []dataset.Case, error) {
+// planRequest is the plan request of this build's registries for a runner
+// whose machines run goos ("" when unknown); thisMachine says they are
+// this machine, so clients' preflight checks (an installed CLI) run too.
+func planRequest(path string, rdef *runner.Definition, set *secrets.Set, env []string) run.Request {
 	clients := builtin.Clients()
-	cfg, err := eval.Load(path, builtin.Catalog{Clients: clients})
-	if err != nil {
-		return nil, nil, withCode(ExitUsage, err)
+	return run.Request{
+		ConfigFile: path, OS: rdef.OS, ThisMachine: rdef.ThisMachine,
+		Clients: clients, Providers: builtin.Providers(), Catalog: builtin.Catalog{Clients: clients},
+		CheckClient: func(name, goos string) error { return builtin.CheckClient(clients, name, goos) },
+		Secrets:     set, Env: envMap(env),
 	}
-	var paths []string
-	for _, d := range cfg.Datasets {
-		paths = append(paths, d.Path)
+}
+
+// planError gives a plan's error its exit code: 2 for what the user gave.
+func planError(err error) error {
+	if errors.Is(err, run.ErrInvalid) {
+		return withCode(ExitUsage, err)
 	}
-	cases, err := dataset.LoadAll(paths)
-	if err != nil {
-		return nil, nil, withCode(ExitUsage, err)
-	}
-	var bad []error
-	for _, c := range cases {
-		if _, err := grade.ParseAll(c.Expect); err != nil {
-			bad = append(bad, fmt.Errorf("%s: case %q: expect%w", c.Source, c.ID, err))
-		}
-	}
-	if len(bad) > 0 {
-		return nil, nil, withCode(ExitUsage, errors.Join(bad...))
-	}
-	// goos is the OS of the machines that will run the trials, "" when the
-	// runner does not say: then no OS is guessed.
-	check := func(name, goos string) error { return builtin.CheckClient(clients, name, goos) }
-	if err := run.Check(cfg, cases, clients, goos, thisMachine, check); err != nil {
-		return nil, nil, withCode(ExitUsage, err)
-	}
-	return cfg, cases, nil
+	return err
 }
 
 func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err error) {
@@ -160,104 +140,40 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 		fmt.Fprintf(stderr, "mst: warning: %s\n", w)
 	}
 
-	runners := builtin.Runners()
-	rdef, err := runners.Lookup(f.runner)
+	rdef, err := builtin.Runners().Lookup(f.runner)
 	if err != nil {
 		return withCode(ExitUsage, fmt.Errorf("--runner: %w", err))
 	}
-	chosen, err := runner.ParseOptions(rdef, f.runnerOptions, set)
+	chosen, err := run.ParseRunnerOptions(rdef, f.runnerOptions, set)
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
-
-	var resume *store.Run
-	var stored transcript.Run
+	req := planRequest(path, rdef, set, stdio.Env)
+	req.Selection = transcript.Selection{Variants: f.variants, Cases: f.cases, Trials: f.trials, Limit: f.limit}
+	req.Results, req.RetryErrored = f.results, f.retryErrored
 	if f.resume != "" {
-		if len(f.variants) > 0 || len(f.cases) > 0 || f.trials > 0 || f.limit > 0 {
-			return withCode(ExitUsage, errors.New("--resume runs the run's own plan: drop --variant, --case, --trials and --limit"))
+		if req.Resume, err = openRun(ctx, f.resume, f.results, redact); err != nil {
+			return withCode(ExitUsage, fmt.Errorf("--resume %w", err))
 		}
-		if resume, err = openRun(f.resume, f.results); err != nil {
-			return withCode(ExitUsage, err)
-		}
-		if stored, err = resume.ReadRun(); err != nil {
-			return err
-		}
-		if path == "" {
-			path = stored.ConfigFile
-		}
-	} else if f.retryErrored {
-		return withCode(ExitUsage, errors.New("--retry-errored goes with --resume RUN"))
 	}
-
-	cfg, cases, err := loadEval(stdio, path, rdef.OS, rdef.ThisMachine)
+	plan, err := run.NewPlan(ctx, req)
 	if err != nil {
-		return err
-	}
-	var variants []string
-	var trials int
-	if resume != nil {
-		// A resumed run keeps its own plan: the cases as they were loaded,
-		// its variants and its trials per case.
-		if cases, err = resume.ReadCases(); err != nil {
-			return fmt.Errorf("reading the run's cases: %w", err)
-		}
-		variants, trials = stored.Variants, stored.Trials
-		for _, v := range variants {
-			if _, ok := cfg.Variants[v]; !ok {
-				return withCode(ExitUsage, fmt.Errorf("%w: variant %s is gone from %s", run.ErrConfigChanged, v, path))
-			}
-		}
-	} else {
-		if variants, trials, cases, err = selectPlan(cfg, cases, f, path); err != nil {
-			return err
-		}
-	}
-	results := f.results
-	if results == "" {
-		results = cfg.Results
-	}
-	if results == "" {
-		results = "mst-results"
-	}
-	if err := addProviderKeys(set, cfg, cases, variants, envMap(stdio.Env)); err != nil {
-		return withCode(ExitUsage, err)
+		return planError(err)
 	}
 	logger := newLogger(stderr, f.verbose)
-	clients := builtin.Clients()
-	workDir, err := os.MkdirTemp("", "mst-work-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(workDir)
 	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	rn, err := rdef.New(ctx, runner.Params{
-		Options: chosen.Options, Shards: chosen.Shards, Keep: chosen.Keep, Logger: logger,
-		MST: []string{exe}, Secrets: set,
-		Worker: &shard.Worker{
-			Clients: clients, Environment: run.Environment(rdef.Name), Logger: logger,
-			MSTVersion: Version, WorkDir: workDir,
-		},
+	out, err := run.Execute(ctx, plan, run.Options{
+		Store: store.Dir{Root: plan.Results}, Clients: req.Clients,
+		Runner: rdef, Chosen: chosen, Secrets: set, Redact: redact,
+		Progress: run.NewProgress(stderr, isTerminal(stdio.Err)), Logger: logger,
+		MSTVersion: Version, MST: []string{exe},
 	})
 	if err != nil {
-		return err
-	}
-	defer rn.Close()
-	opts := run.Options{
-		Config: cfg, Cases: cases, Variants: variants, Trials: trials,
-		Selection: transcript.Selection{Variants: f.variants, Cases: f.cases, Trials: f.trials, Limit: f.limit},
-		Results:   results, Clients: clients, Secrets: set, Redact: redact, Logger: logger, MSTVersion: Version,
-		Progress: run.NewProgress(stderr, isTerminal(stdio.Err)),
-		Runner:   rn, Shards: chosen.Shards,
-		RunnerInfo: transcript.RunnerInfo{Name: rdef.Name, Options: chosen.Options, Shards: chosen.Shards, Keep: chosen.Keep},
-		Resume:     resume, RetryErrored: f.retryErrored,
-	}
-	out, err := run.Execute(ctx, opts)
-	if err != nil {
 		if out != nil {
-			fmt.Fprintf(stderr, "results: %s\n", out.Store.Dir)
+			fmt.Fprintf(stderr, "results: %s\n", out.Store.Location())
 		}
 		return err
 	}
@@ -273,9 +189,9 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 			return err
 		}
 	}
-	fmt.Fprintf(stderr, "results: %s\n", out.Store.Dir)
+	fmt.Fprintf(stderr, "results: %s\n", out.Store.Location())
 	if ctx.Err() != nil {
-		return withCode(ExitInterrupted, fmt.Errorf("interrupted: the run is partial; its finished trials are kept in %s", out.Store.Dir))
+		return withCode(ExitInterrupted, fmt.Errorf("interrupted: the run is partial; its finished trials are kept in %s", out.Store.Location()))
 	}
 	if out.Run.Note != "" && out.Run.Counts.Done() == 0 {
 		return errors.New(out.Run.Note)
@@ -283,46 +199,6 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 	if out.Run.Collect == transcript.CollectPartial {
 		c := out.Run.Counts
 		return withCode(ExitPartial, fmt.Errorf("the run is partial (%d missing, %d cancelled of %d trials): finish it with mst run --resume %s", c.Missing, c.Cancelled, c.Planned, out.Run.ID))
-	}
-	return nil
-}
-
-// providerKeys are the variables, besides those a variant names with
-// clientOptions.apiKeyEnv, that clients may take from MST's environment.
-var providerKeys = []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "CODEX_API_KEY", "GEMINI_API_KEY"}
-
-// addProviderKeys adds to set, which clients get as environment variables,
-// the provider keys found in env (MST's own environment) that set does not
-// hold yet: the secrets file wins. The keys are ANTHROPIC_API_KEY,
-// OPENAI_API_KEY and the variables the variants and cases name with
-// clientOptions.apiKeyEnv. Like the file's values, they are redacted.
-func addProviderKeys(set *secrets.Set, cfg *eval.Config, cases []dataset.Case, variants []string, env map[string]string) error {
-	names := slices.Clone(providerKeys)
-	keyEnv := func(raw json.RawMessage) {
-		var o struct {
-			APIKeyEnv string `json:"apiKeyEnv"`
-		}
-		if len(raw) > 0 && json.Unmarshal(raw, &o) == nil && o.APIKeyEnv != "" && !slices.Contains(names, o.APIKeyEnv) {
-			names = append(names, o.APIKeyEnv)
-		}
-	}
-	for _, v := range variants {
-		keyEnv(cfg.Variants[v].ClientOptions)
-	}
-	for _, c := range cases {
-		keyEnv(c.ClientOptions)
-	}
-	for _, name := range names {
-		value := env[name]
-		if value == "" {
-			continue
-		}
-		if _, inFile := set.Get(name); inFile {
-			continue
-		}
-		if err := set.Add(name, value); err != nil {
-			return fmt.Errorf("environment variable %s: %w", name, err)
-		}
 	}
 	return nil
 }
@@ -337,44 +213,18 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
-// selectPlan applies the selection flags: which variants, cases and trials
-// per case a new run has.
-func selectPlan(cfg *eval.Config, cases []dataset.Case, f runFlags, path string) ([]string, int, []dataset.Case, error) {
-	if f.trials < 0 || f.limit < 0 {
-		return nil, 0, nil, withCode(ExitUsage, errors.New("--trials and --limit take a positive number"))
-	}
-	cases, err := dataset.Select(cases, f.cases, f.limit)
-	if err != nil {
-		return nil, 0, nil, withCode(ExitUsage, err)
-	}
-	variants := cfg.VariantOrder
-	if len(f.variants) > 0 {
-		for _, v := range f.variants {
-			if _, ok := cfg.Variants[v]; !ok {
-				return nil, 0, nil, withCode(ExitUsage, fmt.Errorf("--variant %s: no such variant in %s (it has: %s)", v, path, strings.Join(cfg.VariantOrder, ", ")))
-			}
-		}
-		variants = slices.DeleteFunc(slices.Clone(cfg.VariantOrder), func(v string) bool { return !slices.Contains(f.variants, v) })
-	}
-	trials := max(cfg.Trials, 1)
-	if f.trials > 0 {
-		trials = f.trials
-	}
-	return variants, trials, cases, nil
-}
-
 // openRun finds a stored run by folder, or by id under the results folder
-// (--results, else ./mst-results).
-func openRun(ref, results string) (*store.Run, error) {
-	if st, err := store.Open(ref); err == nil {
+// (--results, else the default results folder).
+func openRun(ctx context.Context, ref, results string, redact *secrets.Redactor) (store.Run, error) {
+	if st, err := store.OpenRunDir(ref, redact); err == nil {
 		return st, nil
 	}
 	if results == "" {
-		results = "mst-results"
+		results = eval.DefaultResults
 	}
-	st, err := store.Open(filepath.Join(results, ref))
+	st, err := store.Dir{Root: results}.Open(ctx, ref, redact)
 	if err != nil {
-		return nil, fmt.Errorf("--resume %s: no run folder there, nor a run with that id in %s", ref, results)
+		return nil, fmt.Errorf("%s: no run folder there, nor a run with that id in %s", ref, results)
 	}
 	return st, nil
 }

@@ -7,18 +7,15 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/internal/builtin"
+	"github.com/mst-eval/mst/run"
 	"github.com/mst-eval/mst/runner"
-	"github.com/mst-eval/mst/runner/docker"
 	"github.com/mst-eval/mst/store"
 )
 
@@ -40,8 +37,8 @@ more: mst runner list shows them all.
                                with keep=failed or keep=always, or orphaned)`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newRunnerListCmd(stdio), newRunnerSetupCmd(stdio), newRunnerCleanupCmd(stdio),
-		newRunnerIdleCmd(stdio), newRunnerStopExecCmd(stdio))
+	cmd.AddCommand(newRunnerListCmd(stdio), newRunnerSetupCmd(stdio), newRunnerCleanupCmd(stdio))
+	cmd.AddCommand(newMachineCmds(stdio)...)
 	return cmd
 }
 
@@ -169,7 +166,7 @@ that the image holds a runnable mst.`,
 			if err != nil {
 				return withCode(ExitUsage, err)
 			}
-			chosen, err := runner.ParseOptions(def, options, nil)
+			chosen, err := run.ParseRunnerOptions(def, options, nil)
 			if err != nil {
 				return withCode(ExitUsage, err)
 			}
@@ -184,7 +181,7 @@ that the image holds a runnable mst.`,
 			}
 			// A runner's errors name the runner already.
 			return def.Setup(cmd.Context(), runner.SetupParams{
-				Options: chosen.Options, MST: mst, Logger: newLogger(stdio.Err, verbose), Out: stdio.Out,
+				Options: chosen.Options, MST: mst, MSTVersion: Version, Logger: newLogger(stdio.Err, verbose), Out: stdio.Out,
 			})
 		},
 	}
@@ -233,8 +230,8 @@ with --all: a run still going would lose its machines.`,
 			if len(args) == 1 {
 				runID = args[0]
 				// A run folder names its run and its runner.
-				if st, err := store.Open(args[0]); err == nil {
-					rec, err := st.ReadRun()
+				if st, err := store.OpenRunDir(args[0], nil); err == nil {
+					rec, err := st.ReadRun(ctx)
 					if err != nil {
 						return err
 					}
@@ -272,7 +269,7 @@ with --all: a run still going would lose its machines.`,
 				}
 				opts := map[string]string{}
 				if runnerName != "" {
-					chosen, err := runner.ParseOptions(d, options, nil)
+					chosen, err := run.ParseRunnerOptions(d, options, nil)
 					if err != nil {
 						return withCode(ExitUsage, err)
 					}
@@ -355,43 +352,36 @@ func writeLeftovers(w io.Writer, found []leftoverInfo, runID string, removed boo
 	}
 }
 
-// newRunnerIdleCmd is the main process of a docker worker container: it
-// does nothing until SIGTERM or SIGINT arrives, then exits 0. Workers are
-// started beside it with docker exec.
-func newRunnerIdleCmd(stdio Stdio) *cobra.Command {
-	return &cobra.Command{
-		Use:    "idle",
-		Short:  "Wait for SIGTERM (the main process of a worker container)",
-		Hidden: true,
-		Args:   cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			// A goroutine blocked on a channel alone would be a deadlock
-			// to the Go runtime; signal.Notify keeps a watcher running.
-			sig := make(chan os.Signal, 1)
-			signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
-			defer signal.Stop(sig)
-			select {
-			case <-sig:
-			case <-cmd.Context().Done():
+// newMachineCmds makes the hidden `mst runner NAME` commands that the
+// runners run inside their machines (docker: idle, stop-exec), from what
+// each runner declares. Runners that need the same command declare the
+// same one; it is added once.
+func newMachineCmds(stdio Stdio) []*cobra.Command {
+	reg := builtin.Runners()
+	seen := map[string]bool{}
+	var cmds []*cobra.Command
+	for _, name := range reg.Names() {
+		d, _ := reg.Lookup(name)
+		for _, mc := range d.MachineCommands {
+			if seen[mc.Name] {
+				continue
 			}
-			return nil
-		},
+			seen[mc.Name] = true
+			use := mc.Name
+			if mc.Usage != "" {
+				use += " " + mc.Usage
+			}
+			cmds = append(cmds, &cobra.Command{
+				Use:    use,
+				Short:  mc.Short,
+				Hidden: true,
+				// The command parses its own flags.
+				DisableFlagParsing: true,
+				RunE: func(cmd *cobra.Command, args []string) error {
+					return mc.Run(cmd.Context(), args, stdio.Out, stdio.Err)
+				},
+			})
+		}
 	}
-}
-
-// newRunnerStopExecCmd stops, inside a worker container, the processes of
-// one docker exec (see docker.StopExec).
-func newRunnerStopExecCmd(stdio Stdio) *cobra.Command {
-	var grace time.Duration
-	cmd := &cobra.Command{
-		Use:    "stop-exec MARKER",
-		Short:  "Stop the processes a docker exec started (run inside a worker container)",
-		Hidden: true,
-		Args:   cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return docker.StopExec(cmd.Context(), args[0], grace)
-		},
-	}
-	cmd.Flags().DurationVar(&grace, "grace", docker.ExecStopGrace, "how long the processes get between SIGTERM and SIGKILL")
-	return cmd
+	return cmds
 }

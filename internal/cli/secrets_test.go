@@ -165,12 +165,12 @@ graders:
 	if len(runs) != 1 {
 		t.Fatalf("run folders = %v, want one", runs)
 	}
-	st, err := store.Open(runs[0])
+	st, err := store.OpenRunDir(runs[0], nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]*transcript.Transcript{}
-	if err := st.Transcripts(func(tr *transcript.Transcript) error { seen[tr.Variant] = tr; return nil }); err != nil {
+	if err := st.Transcripts(t.Context(), func(tr *transcript.Transcript) error { seen[tr.Variant] = tr; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	for variant, marker := range map[string]string{"offline": "[redacted:ECHO_TOKEN]", "claude": "[redacted:MODEL_TOKEN]"} {

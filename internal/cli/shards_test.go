@@ -24,6 +24,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/internal/cli"
 	"github.com/mst-eval/mst/provider/providertest"
 	"github.com/mst-eval/mst/shard"
@@ -61,26 +62,31 @@ func onlyRunFolder(t *testing.T, results string) string {
 
 func readRunJSON(t *testing.T, dir string) transcript.Run {
 	t.Helper()
-	rec, err := (&store.Run{Dir: dir}).ReadRun()
+	st, err := store.OpenRunDir(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := st.ReadRun(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rec
 }
 
-// listTranscripts lists a run folder's transcript files, relative to it.
+// listTranscripts lists the trials that have a transcript in a run
+// folder (as variant/case#trial), through the store.
 func listTranscripts(t *testing.T, dir string) []string {
 	t.Helper()
-	var files []string
-	filepath.WalkDir(filepath.Join(dir, "transcripts"), func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			rel, _ := filepath.Rel(dir, p)
-			files = append(files, filepath.ToSlash(rel))
-		}
-		return nil
-	})
-	sort.Strings(files)
-	return files
+	keys, err := store.OpenDir(dir, nil).Keys(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, k := range keys {
+		out = append(out, k.String())
+	}
+	sort.Strings(out)
+	return out
 }
 
 // providerGate stands in front of a fake provider and holds the model requests
@@ -234,12 +240,12 @@ limits: {concurrency: 4}
 	want := map[string]bool{}
 	for _, id := range ids {
 		for n := 1; n <= 2; n++ {
-			want[store.TranscriptPath(transcript.Key{Case: id, Variant: "v", Trial: n})] = true
+			want[transcript.Key{Case: id, Variant: "v", Trial: n}.String()] = true
 		}
 	}
 	wantAfterKill := map[string]bool{}
 	for p := range want {
-		if !strings.Contains(p, "/slow.") {
+		if !strings.Contains(p, "/slow#") {
 			wantAfterKill[p] = true
 		}
 	}
@@ -297,21 +303,19 @@ limits: {concurrency: 4}
 	if diff := cmp.Diff(wantMachines, got, cmpopts.SortSlices(less)); diff != "" {
 		t.Errorf("run.json machines over both attempts (-want +got):\n%s", diff)
 	}
-	var grades struct {
-		Trials []struct{ transcript.Key } `json:"trials"`
-	}
-	readJSONFile(t, filepath.Join(runDir, "grades.json"), &grades)
 	seen := map[transcript.Key]int{}
-	for _, g := range grades.Trials {
-		seen[g.Key]++
-	}
-	for k, n := range seen {
-		if n != 1 {
-			t.Errorf("grades.json holds %v %d times", k, n)
+	err := store.OpenDir(runDir, nil).Grades(t.Context(), func(g grade.TrialGrade) error {
+		if g.Trial.Status != transcript.Answered || !g.Graded {
+			t.Errorf("the grade of %v: %+v, want an answered, graded trial", g.Key, g)
 		}
+		seen[g.Key]++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	if len(seen) != planned {
-		t.Errorf("grades.json grades %d trials, want %d", len(seen), planned)
+		t.Errorf("the run grades %d trials, want %d", len(seen), planned)
 	}
 }
 

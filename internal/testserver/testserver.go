@@ -5,7 +5,11 @@
 //
 // Flags (as arguments): --hang makes the server read stdin and never answer,
 // for readiness timeouts; --fail-start makes it print a message on stderr
-// and exit 3 before speaking MCP; --no-tools makes it list no tools.
+// and exit 3 before speaking MCP; --no-tools makes it list no tools;
+// --many adds ManyTools tools, some with Unicode or long names;
+// --mark DIR makes the sleep tool create a file in DIR when a call starts
+// (so a test learns, as an event, that a call is in flight). Other
+// arguments are ignored, so a test may tag its server's command line.
 package testserver
 
 import (
@@ -13,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -32,6 +37,12 @@ func Main() int {
 		return 0
 	}
 	s := New(!slices.Contains(args, "--no-tools"))
+	if slices.Contains(args, "--many") {
+		AddMany(s)
+	}
+	if i := slices.Index(args, "--mark"); i >= 0 && i+1 < len(args) {
+		markDir = args[i+1]
+	}
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "testserver:", err)
 		return 1
@@ -46,6 +57,14 @@ type echoIn struct {
 type sleepIn struct {
 	Seconds float64 `json:"seconds" jsonschema:"how long to sleep"`
 }
+
+type failIn struct {
+	Reason string `json:"reason" jsonschema:"why the call fails"`
+}
+
+// markDir, when set (--mark), is where the sleep tool leaves a file as a
+// call starts.
+var markDir string
 
 type crashIn struct {
 	Code int `json:"code,omitempty" jsonschema:"the exit code"`
@@ -63,12 +82,19 @@ func New(tools bool) *mcp.Server {
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "sleep", Description: "Sleep (wait, pause) for a number of seconds, then say so."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in sleepIn) (*mcp.CallToolResult, any, error) {
+			if markDir != "" {
+				os.WriteFile(filepath.Join(markDir, fmt.Sprintf("sleep-%d", os.Getpid())), nil, 0o600)
+			}
 			select {
 			case <-time.After(time.Duration(in.Seconds * float64(time.Second))):
 			case <-ctx.Done():
 				return nil, nil, ctx.Err()
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("slept %gs", in.Seconds)}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Fail on purpose: answer with an error result that gives the reason."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in failIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "fail: " + in.Reason}}}, nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Crash the server process (exit) immediately."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in crashIn) (*mcp.CallToolResult, any, error) {
@@ -77,4 +103,30 @@ func New(tools bool) *mcp.Server {
 			return nil, nil, nil
 		})
 	return s
+}
+
+// ManyTools is how many tools AddMany adds.
+const ManyTools = 42
+
+// Tools AddMany adds besides the numbered fillers: one whose name is not
+// ASCII and one with a long name. Each answers "NAME: TEXT".
+const (
+	UnicodeTool = "météo_prévision"
+	LongTool    = "summarise_the_quarterly_inventory_of_a_warehouse_region"
+)
+
+// AddMany adds ManyTools tools to s: UnicodeTool, LongTool and numbered
+// fillers (filler_03, …), each taking a text and echoing it after its name.
+func AddMany(s *mcp.Server) {
+	add := func(name, desc string) {
+		mcp.AddTool(s, &mcp.Tool{Name: name, Description: desc},
+			func(ctx context.Context, req *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + ": " + in.Text}}}, nil, nil
+			})
+	}
+	add(UnicodeTool, "Météo: the weather forecast (prévision) for a city.")
+	add(LongTool, "Summarise the quarterly inventory of a warehouse region.")
+	for i := 3; i <= ManyTools; i++ {
+		add(fmt.Sprintf("filler_%02d", i), fmt.Sprintf("Filler number %d; it does nothing useful.", i))
+	}
 }

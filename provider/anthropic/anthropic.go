@@ -297,3 +297,14 @@ func fromMessage(m *sdk.Message) provider.Response {
 	r.StopReason = string(m.StopReason)
 	return r
 }
+
+// Definition is the Anthropic provider's registry entry: models written
+// anthropic/MODEL, with the key in ANTHROPIC_API_KEY.
+func Definition() *provider.Definition {
+	return &provider.Definition{
+		Name:        name,
+		Description: "Anthropic's Claude models through the Messages API.",
+		KeyVar:      "ANTHROPIC_API_KEY",
+		New:         New,
+	}
+}

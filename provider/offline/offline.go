@@ -214,3 +214,18 @@ func countWords(s string) int {
 func tokens(words int) int64 {
 	return int64((4*words + 1) / 3)
 }
+
+// Definition is the offline model's registry entry: "offline" or
+// "offline/<label>", no key, no network. Options are ignored.
+func Definition() *provider.Definition {
+	return &provider.Definition{
+		Name:        "offline",
+		Description: "MST's built-in deterministic model for demos and tests: no network, no key.",
+		New: func(label string, _ provider.Options) (provider.Provider, error) {
+			if label == "" {
+				return New("offline")
+			}
+			return New("offline/" + label)
+		},
+	}
+}

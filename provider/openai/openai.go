@@ -98,3 +98,16 @@ func (c *client) Complete(ctx context.Context, req provider.Request) (provider.R
 	}
 	return c.completeResponses(ctx, model, req)
 }
+
+// Definition is the OpenAI provider's registry entry: models written
+// openai/MODEL, with the key in OPENAI_API_KEY. An OpenAI-compatible server
+// at a custom base URL (Ollama, vLLM) may need no key.
+func Definition() *provider.Definition {
+	return &provider.Definition{
+		Name:                   name,
+		Description:            "OpenAI's models, or any OpenAI-compatible server, through the Responses or Chat Completions API.",
+		KeyVar:                 "OPENAI_API_KEY",
+		KeyOptionalWithBaseURL: true,
+		New:                    New,
+	}
+}

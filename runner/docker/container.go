@@ -2,20 +2,17 @@ package docker
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
-	"os/exec"
 	"path"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mst-eval/mst/runner"
+	"github.com/mst-eval/mst/runner/internal/clicmd"
 )
 
 // containerSpec says which container to create for a shard.
@@ -26,14 +23,6 @@ type containerSpec struct {
 	// mounts are host paths bind-mounted read-only at the same path.
 	mounts []string
 }
-
-// ExecMarkerEnv is the environment variable Exec marks each command with,
-// so StopExec can find its processes.
-const ExecMarkerEnv = "MST_EXEC"
-
-// ExecStopGrace is how long a command stopped by its context gets between
-// SIGTERM and SIGKILL.
-const ExecStopGrace = 5 * time.Second
 
 var notNameChar = regexp.MustCompile(`[^a-zA-Z0-9_.-]`)
 
@@ -67,14 +56,14 @@ func (r *dockerRunner) create(ctx context.Context, spec containerSpec) (runner.M
 		}
 		return append(a, "--entrypoint", r.set.mst, r.img.id, "runner", "idle")
 	}
-	_, err := r.cli.run(ctx, nil, args(name)...)
+	_, err := r.cli.Run(ctx, nil, args(name)...)
 	if err != nil && says(err, "already in use") {
 		// A container of an earlier attempt that was kept holds the
 		// name; the labels, not the name, tie a container to its run.
-		name += "-" + randomHex(3)
-		_, err = r.cli.run(ctx, nil, args(name)...)
+		name += "-" + runner.RandomHex(3)
+		_, err = r.cli.Run(ctx, nil, args(name)...)
 	}
-	c := &container{cli: r.cli, name: name, img: r.img, mst: r.set.mst, workDir: r.set.workDir, logger: r.logger}
+	c := &container{cli: r.cli, name: name, img: r.img, mst: r.set.mst, workDir: r.set.workDir, grace: r.params.Grace(), logger: r.logger}
 	if err != nil {
 		c.Remove(context.WithoutCancel(ctx))
 		if says(err, "no such file") || says(err, "not found") {
@@ -84,7 +73,7 @@ func (r *dockerRunner) create(ctx context.Context, spec containerSpec) (runner.M
 	}
 	// The worker's hello would catch another version too, but only after
 	// the bundle is copied; this says at once what is wrong with the image.
-	out, err := r.cli.run(ctx, nil, "exec", name, r.set.mst, "version")
+	out, err := r.cli.Run(ctx, nil, "exec", name, r.set.mst, "version")
 	if err == nil && r.version != "" && out != "mst "+r.version {
 		err = fmt.Errorf("the image's mst says %q, and this coordinator is mst %s: rebuild the image (mst runner setup docker) or put mst %s in it", out, r.version, r.version)
 	}
@@ -95,20 +84,17 @@ func (r *dockerRunner) create(ctx context.Context, spec containerSpec) (runner.M
 	return c, nil
 }
 
-func randomHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // container is one shard's machine: a running container.
 type container struct {
-	cli     *cli
+	cli     *clicmd.CLI
 	name    string
 	img     image
 	mst     string
 	workDir string
-	logger  *slog.Logger
+	// grace is how long the command's processes get between SIGTERM and
+	// SIGKILL when Exec's context ends.
+	grace  time.Duration
+	logger *slog.Logger
 }
 
 func (c *container) ID() string      { return c.name }
@@ -122,8 +108,8 @@ func (c *container) Remove(ctx context.Context) error {
 	return removeContainer(ctx, c.cli, c.name)
 }
 
-func removeContainer(ctx context.Context, c *cli, name string) error {
-	_, err := c.run(ctx, nil, "rm", "--force", "--volumes", name)
+func removeContainer(ctx context.Context, c *clicmd.CLI, name string) error {
+	_, err := c.Run(ctx, nil, "rm", "--force", "--volumes", name)
 	if err != nil && says(err, "No such container") {
 		return nil
 	}
@@ -131,58 +117,19 @@ func removeContainer(ctx context.Context, c *cli, name string) error {
 }
 
 // Exec runs argv in the container with docker exec -i. When ctx ends, the
-// command's processes in the container are sent SIGTERM, then SIGKILL after
-// ExecStopGrace (killing the docker CLI alone would leave them running),
-// and the CLI itself is killed if it has not ended a few seconds later. A
-// non-zero exit comes back as an *exec.ExitError, whose ExitCode is the
-// command's.
+// command's stdin is closed and its processes in the container are sent
+// SIGTERM, then SIGKILL after the runner's stop grace (killing the docker
+// CLI alone would leave them running); the CLI itself is killed if it has
+// not ended a few seconds later. A non-zero exit comes back as an
+// *exec.ExitError, whose ExitCode is the command's.
 func (c *container) Exec(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(argv) == 0 {
 		return fmt.Errorf("exec in %s: no command", c.name)
 	}
-	marker := randomHex(12)
-	args := append([]string{"exec", "--interactive", "--env", ExecMarkerEnv + "=" + marker, c.name}, argv...)
-	cmd := exec.CommandContext(ctx, c.cli.bin, args...)
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	isolate(cmd)
-	// Stdin is copied by a goroutine of Exec's own, which Exec does not
-	// wait for: with cmd.Stdin, Wait would wait for its copy, and a read
-	// from a pipe the caller keeps open (a worker's protocol stream) would
-	// hold Exec long after the command died with its container. The pipe
-	// closes when Wait sees the CLI exit; the goroutine ends at its next
-	// write, or when the caller closes stdin.
-	pipe, err := cmd.StdinPipe()
-	if err != nil {
-		return err
-	}
-	// Wait returns only after Cancel, if it was called, has returned, so
-	// the Add happens before stopping.Wait below.
-	var stopping sync.WaitGroup
-	cmd.Cancel = func() error {
-		stopping.Go(func() { c.stopExec(ctx, marker) })
-		return nil
-	}
-	// After the context ends, the CLI gets the grace period and a little
-	// more to see its command end; then it is killed.
-	cmd.WaitDelay = ExecStopGrace + 5*time.Second
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("%s in %s: %w", argv[0], c.name, err)
-	}
-	go func() {
-		if stdin != nil {
-			io.Copy(pipe, stdin)
-		}
-		pipe.Close()
-	}()
-	err = cmd.Wait()
-	stopping.Wait()
-	if ctx.Err() != nil {
-		if err == nil {
-			err = ctx.Err()
-		}
-		return fmt.Errorf("%s in %s stopped: %w", argv[0], c.name, err)
-	}
-	if err != nil {
+	marker := runner.NewMarker()
+	args := append([]string{"exec", "--interactive", "--env", runner.ExecMarkerEnv + "=" + marker, c.name}, argv...)
+	stop := clicmd.Stop{Grace: c.grace, Remote: func(ctx context.Context) error { return c.stopExec(ctx, marker) }}
+	if err := c.cli.Exec(ctx, args, stdin, stdout, stderr, stop); err != nil {
 		return fmt.Errorf("%s in %s: %w", argv[0], c.name, err)
 	}
 	return nil
@@ -190,13 +137,13 @@ func (c *container) Exec(ctx context.Context, argv []string, stdin io.Reader, st
 
 // stopExec stops the processes of the command marked with marker, through
 // mst's hidden `runner stop-exec` in the container.
-func (c *container) stopExec(ctx context.Context, marker string) {
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ExecStopGrace+15*time.Second)
-	defer cancel()
-	grace := ExecStopGrace.String()
-	if _, err := c.cli.run(sctx, nil, "exec", c.name, c.mst, "runner", "stop-exec", "--grace", grace, marker); err != nil {
+func (c *container) stopExec(ctx context.Context, marker string) error {
+	args := append([]string{"exec", c.name}, runner.StopExecArgv(c.mst, marker, c.grace)...)
+	_, err := c.cli.Run(ctx, nil, args...)
+	if err != nil {
 		c.logger.Debug("stopping a command in the container failed; it ends with the container", "container", c.name, "err", err)
 	}
+	return err
 }
 
 // CopyTo copies the local folder localDir to remoteDir in the container:
@@ -206,15 +153,12 @@ func (c *container) CopyTo(ctx context.Context, localDir, remoteDir string) erro
 	if !path.IsAbs(remoteDir) {
 		return fmt.Errorf("copying %s to %s: %s is not an absolute path", localDir, c.name, remoteDir)
 	}
-	pr, pw := io.Pipe()
-	go func() {
-		pw.CloseWithError(runner.WriteTar(pw, localDir, strings.TrimPrefix(path.Clean(remoteDir), "/")))
-	}()
+	write := func(w io.Writer) error {
+		return runner.WriteTar(w, localDir, strings.TrimPrefix(path.Clean(remoteDir), "/"))
+	}
 	// docker cp - extracts a tar read from stdin into a folder that must
 	// exist: the root, with the entries named from it.
-	_, err := c.cli.run(ctx, pr, "cp", "-", c.name+":/")
-	pr.CloseWithError(io.ErrClosedPipe)
-	if err != nil {
+	if err := c.cli.RunWriting(ctx, write, "cp", "-", c.name+":/"); err != nil {
 		return fmt.Errorf("copying %s to %s:%s: %w", localDir, c.name, remoteDir, err)
 	}
 	return nil
@@ -224,29 +168,9 @@ func (c *container) CopyTo(ctx context.Context, localDir, remoteDir string) erro
 // localPath, making the folders above it. Each file is written under a
 // temporary name and renamed, so a reader never sees half of one.
 func (c *container) CopyFrom(ctx context.Context, remotePath, localPath string) error {
-	var stderr strings.Builder
-	cmd := exec.CommandContext(ctx, c.cli.bin, "cp", c.name+":"+remotePath, "-")
-	cmd.Stderr = &stderr
-	isolate(cmd)
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("copying %s:%s: %w", c.name, remotePath, err)
-	}
-	terr := runner.ReadTar(out, localPath)
-	if terr != nil {
-		// Drain, so the CLI can end.
-		io.Copy(io.Discard, out)
-	}
-	werr := cmd.Wait()
-	if werr != nil {
-		return fmt.Errorf("copying %s:%s: %w", c.name, remotePath, &cmdError{args: []string{"cp"}, stderr: stderr.String(), err: werr})
-	}
-	if terr != nil {
-		return fmt.Errorf("copying %s:%s to %s: %w", c.name, remotePath, localPath, terr)
+	read := func(r io.Reader) error { return runner.ReadTar(r, localPath) }
+	if err := c.cli.RunReading(ctx, read, "cp", c.name+":"+remotePath, "-"); err != nil {
+		return fmt.Errorf("copying %s:%s to %s: %w", c.name, remotePath, localPath, err)
 	}
 	return nil
 }

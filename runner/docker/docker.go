@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/mst-eval/mst/runner"
+	"github.com/mst-eval/mst/runner/internal/clicmd"
 )
 
 // Option names of the docker runner (--runner-option NAME=VALUE).
@@ -26,9 +27,6 @@ const (
 const (
 	DefaultMST     = "/mst"
 	DefaultWorkDir = "/work"
-	// ImageRepository is the repository of the worker image Setup builds;
-	// its tag is the MST version.
-	ImageRepository = "mst-worker"
 )
 
 // Container labels. Leftovers finds a run's containers by LabelRun.
@@ -65,6 +63,9 @@ func Definition() *runner.Definition {
 		Setup:       Setup,
 		Leftovers:   Leftovers,
 		Remove:      Remove,
+		// A container's main process idles; a cancelled command is stopped
+		// inside it.
+		MachineCommands: []runner.MachineCommand{runner.IdleCommand(), runner.StopExecCommand()},
 	}
 }
 
@@ -114,14 +115,11 @@ func New(ctx context.Context, p runner.Params) (runner.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, arch, err := c.platform(ctx)
+	_, arch, err := platform(ctx, c)
 	if err != nil {
 		return nil, err
 	}
-	version := ""
-	if p.Worker != nil {
-		version = p.Worker.MSTVersion
-	}
+	version := p.MSTVersion
 	if set.image == "" && version == "" {
 		return nil, errors.New("docker runner: no MST version to find the worker image by: pass --runner-option image=REF")
 	}
@@ -137,7 +135,7 @@ func New(ctx context.Context, p runner.Params) (runner.Runner, error) {
 }
 
 type dockerRunner struct {
-	cli     *cli
+	cli     *clicmd.CLI
 	set     settings
 	img     image
 	version string
@@ -145,12 +143,12 @@ type dockerRunner struct {
 	logger  *slog.Logger
 }
 
-// RunShard runs one shard in a new container. The run's id, which names
-// and labels the container, comes from the bundle.
+// RunShard runs one shard in a new container, named and labelled with the
+// shard's run and attempt.
 func (r *dockerRunner) RunShard(ctx context.Context, s runner.Shard) (runner.ShardReport, error) {
-	spec := containerSpec{run: s.Bundle.Run.ID, attempt: s.Bundle.Run.Resumes + 1}
+	spec := containerSpec{run: s.Run, attempt: max(s.Attempt, 1)}
 	if r.set.mounts {
-		spec.mounts = bindMounts(s.Bundle, r.set)
+		spec.mounts = bindMounts(s.HostPaths, r.set)
 	}
 	create := func(ctx context.Context, i int) (runner.Machine, error) {
 		spec := spec
@@ -158,7 +156,7 @@ func (r *dockerRunner) RunShard(ctx context.Context, s runner.Shard) (runner.Sha
 		return r.create(ctx, spec)
 	}
 	rep, err := runner.MachineRunner(create, r.params).RunShard(ctx, s)
-	if err != nil && rep.Result.Done != nil && strings.Contains(rep.Result.Done.Error, "readiness check failed") {
+	if err != nil && strings.Contains(err.Error(), "readiness check failed") {
 		err = fmt.Errorf("%w\n(with the docker runner, servers run inside the container: a stdio server's command must be in the image, "+
 			"or a static binary given by absolute path on this machine (mounted read-only); a server URL must be reachable from the container, "+
 			"and localhost there is the container itself unless --runner-option network=host)", err)

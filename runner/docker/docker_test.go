@@ -16,7 +16,6 @@ import (
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/runner/docker"
 	"github.com/mst-eval/mst/runner/runnertest"
-	"github.com/mst-eval/mst/shard"
 )
 
 // testVersion is the MST version of the mst binary these tests build and
@@ -169,7 +168,7 @@ func TestMachine(t *testing.T) {
 	runnertest.RunMachine(t, func(t *testing.T) runner.Machine {
 		r, err := docker.New(t.Context(), runner.Params{
 			Options: map[string]string{docker.OptionImage: busyboxImage}, MST: []string{mst},
-			Worker: &shard.Worker{MSTVersion: testVersion}, Logger: slog.New(slog.DiscardHandler),
+			MSTVersion: testVersion, Logger: slog.New(slog.DiscardHandler),
 		})
 		if err != nil {
 			t.Fatalf("New = %v", err)
@@ -189,7 +188,7 @@ func TestMachine(t *testing.T) {
 func TestNewWithoutImage(t *testing.T) {
 	t.Parallel()
 	needDocker(t)
-	_, err := docker.New(t.Context(), runner.Params{Worker: &shard.Worker{MSTVersion: "0.0.0-never-built"}})
+	_, err := docker.New(t.Context(), runner.Params{MSTVersion: "0.0.0-never-built"})
 	if err == nil || !strings.Contains(err.Error(), "mst runner setup docker") {
 		t.Errorf("New with no worker image = %v, want an error naming mst runner setup docker", err)
 	}
@@ -204,7 +203,7 @@ func TestLeftovers(t *testing.T) {
 	t.Parallel()
 	mst, _ := workerImage(t)
 	run := "leftovertest-" + docker.RandomHex(4)
-	r, err := docker.New(t.Context(), runner.Params{MST: []string{mst}, Worker: &shard.Worker{MSTVersion: testVersion}})
+	r, err := docker.New(t.Context(), runner.Params{MST: []string{mst}, MSTVersion: testVersion})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +274,7 @@ func TestExecStopsTheCommand(t *testing.T) {
 	run := "stoptest-" + docker.RandomHex(4)
 	r, err := docker.New(t.Context(), runner.Params{
 		Options: map[string]string{docker.OptionImage: busyboxImage}, MST: []string{mst},
-		Worker: &shard.Worker{MSTVersion: testVersion},
+		MSTVersion: testVersion, StopGrace: runnertest.StopGrace,
 	})
 	if err != nil {
 		t.Fatal(err)

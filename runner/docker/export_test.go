@@ -16,14 +16,14 @@ func CreateContainer(ctx context.Context, r runner.Runner, run string, i int) (r
 // CheckStatic is checkStatic, for tests.
 var CheckStatic = checkStatic
 
-// RandomHex is randomHex, for tests.
-var RandomHex = randomHex
+// RandomHex is runner.RandomHex, for tests.
+var RandomHex = runner.RandomHex
 
 // DockerAnswers reports why no Docker daemon answers, or nil.
 func DockerAnswers(ctx context.Context) error {
 	c, err := findCLI()
 	if err == nil {
-		_, _, err = c.platform(ctx)
+		_, _, err = platform(ctx, c)
 	}
 	return err
 }

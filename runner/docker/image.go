@@ -12,10 +12,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/mst-eval/mst/runner"
+	"github.com/mst-eval/mst/runner/internal/clicmd"
 )
 
 // dockerfile is the worker image's Dockerfile.
@@ -35,30 +35,17 @@ type image struct {
 func (i image) String() string { return i.ref + "@" + i.id }
 
 // DefaultImage is the reference of the worker image Setup builds for an
-// MST version: mst-worker:<version>, with characters a tag cannot hold
-// replaced by '-'.
-func DefaultImage(version string) string {
-	return ImageRepository + ":" + tagFor(version)
-}
-
-var notTagChar = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
-
-func tagFor(version string) string {
-	t := notTagChar.ReplaceAllString(version, "-")
-	if t == "" || t[0] == '.' || t[0] == '-' {
-		t = "v" + t
-	}
-	return t[:min(len(t), 128)]
-}
+// MST version (runner.WorkerImage).
+func DefaultImage(version string) string { return runner.WorkerImage(version) }
 
 // resolveImage finds the run's image on the Docker host: ref, or the
 // default image of version when ref is "".
-func resolveImage(ctx context.Context, c *cli, ref, version string) (image, error) {
+func resolveImage(ctx context.Context, c *clicmd.CLI, ref, version string) (image, error) {
 	own := ref != ""
 	if !own {
 		ref = DefaultImage(version)
 	}
-	out, err := c.run(ctx, nil, "image", "inspect", "--format", `{{.Id}} {{index .Config.Labels "`+LabelBinary+`"}}`, ref)
+	out, err := c.Run(ctx, nil, "image", "inspect", "--format", `{{.Id}} {{index .Config.Labels "`+LabelBinary+`"}}`, ref)
 	if err != nil {
 		if !says(err, "No such image") && !says(err, "No such object") {
 			return image{}, fmt.Errorf("docker runner: looking up the image %s: %w", ref, err)
@@ -109,7 +96,7 @@ func Setup(ctx context.Context, p runner.SetupParams) error {
 	if err != nil {
 		return err
 	}
-	goos, arch, err := c.platform(ctx)
+	goos, arch, err := platform(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -142,7 +129,7 @@ func Setup(ctx context.Context, p runner.SetupParams) error {
 	fmt.Fprintf(out, "building the worker image from %s (%s/%s)\n", p.MST, goos, arch)
 	// The image id is the last line a quiet build prints (the legacy
 	// builder may print a deprecation notice first, on stderr).
-	id, err := c.run(ctx, nil, "build", "--quiet", "--label", LabelBinary+"="+sum, dir)
+	id, err := c.Run(ctx, nil, "build", "--quiet", "--label", LabelBinary+"="+sum, dir)
 	if err != nil {
 		return fmt.Errorf("docker runner: building the worker image: %w", err)
 	}
@@ -154,14 +141,14 @@ func Setup(ctx context.Context, p runner.SetupParams) error {
 		return fmt.Errorf("docker runner: the worker image does not run mst: %w", err)
 	}
 	ref := DefaultImage(version)
-	previous, _ := c.run(ctx, nil, "image", "inspect", "--format", "{{.Id}}", ref)
-	if _, err := c.run(ctx, nil, "tag", id, ref); err != nil {
+	previous, _ := c.Run(ctx, nil, "image", "inspect", "--format", "{{.Id}}", ref)
+	if _, err := c.Run(ctx, nil, "tag", id, ref); err != nil {
 		return fmt.Errorf("docker runner: tagging the worker image: %w", err)
 	}
 	if previous != "" && previous != id {
 		// The image this one replaces has no tag left; Docker refuses to
 		// remove it while a container (a kept one, say) still uses it.
-		if _, err := c.run(ctx, nil, "image", "rm", previous); err != nil {
+		if _, err := c.Run(ctx, nil, "image", "rm", previous); err != nil {
 			logger.Debug("the previous worker image stays", "image", previous, "err", err)
 		}
 	}
@@ -199,8 +186,8 @@ var caBundles = []string{
 
 // imageVersion runs `mst version` in a throwaway container of the image and
 // returns the version it prints.
-func imageVersion(ctx context.Context, c *cli, ref, mst string) (string, error) {
-	out, err := c.run(ctx, nil, "run", "--rm", "--network", "none", "--entrypoint", mst, ref, "version")
+func imageVersion(ctx context.Context, c *clicmd.CLI, ref, mst string) (string, error) {
+	out, err := c.Run(ctx, nil, "run", "--rm", "--network", "none", "--entrypoint", mst, ref, "version")
 	if err != nil {
 		if says(err, "no such file") || says(err, "not found") {
 			return "", fmt.Errorf("the image has no mst at %s: set --runner-option mst=PATH to where it is: %w", mst, err)

@@ -23,9 +23,9 @@ func Leftovers(ctx context.Context, options map[string]string, runID string) ([]
 		filter += "=" + runID
 	}
 	format := `{{.Names}}` + "\t" + `{{.Label "` + LabelRun + `"}}` + "\t" + `{{.Label "` + LabelShard + `"}}` + "\t" + `{{.Status}}`
-	out, err := c.run(ctx, nil, "ps", "--all", "--no-trunc", "--filter", filter, "--format", format)
+	out, err := c.Run(ctx, nil, "ps", "--all", "--no-trunc", "--filter", filter, "--format", format)
 	if err != nil {
-		if _, _, perr := c.platform(ctx); perr != nil {
+		if _, _, perr := platform(ctx, c); perr != nil {
 			return nil, perr
 		}
 		return nil, fmt.Errorf("docker runner: listing containers: %w", err)

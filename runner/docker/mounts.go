@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mst-eval/mst/shard"
+	"github.com/mst-eval/mst/runner"
 )
 
 // systemDirs are folders whose contents belong to the image: a server
@@ -26,17 +26,19 @@ var systemDirs = []string{"/bin", "/sbin", "/usr", "/lib", "/lib32", "/lib64", "
 //   - for each server working folder, the eval config's folder when the
 //     working folder is inside it, else the working folder itself.
 //
+// The coordinator lists the commands and folders in the shard's HostPaths.
+//
 // Paths in system folders (/usr, /bin, …) and paths that do not exist on
 // this machine are left out, and so is a path inside another one on the
 // list. Windows paths cannot be mounted at the same path in a Linux
 // container, so on Windows the list is empty.
-func bindMounts(b *shard.Bundle, set settings) []string {
+func bindMounts(hp runner.HostPaths, set settings) []string {
 	if runtime.GOOS == "windows" {
 		return nil
 	}
 	configDir := ""
-	if f := b.Run.ConfigFile; f != "" && filepath.IsAbs(f) {
-		configDir = filepath.Dir(f)
+	if filepath.IsAbs(hp.ConfigDir) {
+		configDir = filepath.Clean(hp.ConfigDir)
 	}
 	// Folders a whole-folder mount must not cover: mst's and the work
 	// folder would be hidden by it, and /tmp is the container's own tmpfs
@@ -54,23 +56,23 @@ func bindMounts(b *shard.Bundle, set settings) []string {
 		}
 		paths = append(paths, p)
 	}
-	for _, v := range b.Variants {
-		for _, s := range v.Servers {
-			if s.Command != "" && filepath.IsAbs(s.Command) {
-				dir := filepath.Dir(s.Command)
-				if covers(dir) {
-					add(s.Command)
-				} else {
-					add(dir)
-				}
+	for _, cmd := range hp.Commands {
+		if cmd != "" && filepath.IsAbs(cmd) {
+			dir := filepath.Dir(cmd)
+			if covers(dir) {
+				add(cmd)
+			} else {
+				add(dir)
 			}
-			if s.Dir != "" && filepath.IsAbs(s.Dir) {
-				switch {
-				case configDir != "" && within(s.Dir, configDir) && !covers(configDir):
-					add(configDir)
-				case !covers(s.Dir):
-					add(s.Dir)
-				}
+		}
+	}
+	for _, d := range hp.Dirs {
+		if d != "" && filepath.IsAbs(d) {
+			switch {
+			case configDir != "" && within(d, configDir) && !covers(configDir):
+				add(configDir)
+			case !covers(d):
+				add(d)
 			}
 		}
 	}

@@ -3,22 +3,16 @@ package docker
 import (
 	"archive/tar"
 	"bytes"
-	"context"
-	"github.com/mst-eval/mst/runner"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mst-eval/mst/servers"
-	"github.com/mst-eval/mst/shard"
-	"github.com/mst-eval/mst/transcript"
+	"github.com/mst-eval/mst/runner"
 )
 
 func TestTarRoundTrip(t *testing.T) {
@@ -130,23 +124,16 @@ func TestBindMounts(t *testing.T) {
 	tools := mk("tools/server")
 	mk("evals/data/x.json")
 	config := filepath.Join(root, "evals", "eval.yaml")
-	b := &shard.Bundle{
-		Run: transcript.Run{ConfigFile: config},
-		Variants: []shard.Variant{
-			{Servers: []servers.Server{{Command: weather}, {Command: "node", Args: []string{"server.js"}}}},
-			{Servers: []servers.Server{
-				{Command: other},
-				{Command: tools, Dir: filepath.Join(root, "evals", "data")},
-				{Command: "/usr/bin/python3", Dir: filepath.Join(root, "elsewhere")},
-				{URL: "http://127.0.0.1:1/mcp"},
-			}},
-		},
+	hp := runner.HostPaths{
+		Commands:  []string{weather, "node", other, tools, "/usr/bin/python3"},
+		Dirs:      []string{filepath.Join(root, "evals", "data"), filepath.Join(root, "elsewhere")},
+		ConfigDir: filepath.Dir(config),
 	}
 	set := settings{mst: DefaultMST, workDir: DefaultWorkDir}
 	// The bin folder is inside the config's folder, which the server with
 	// a working folder there brings in; the missing folder is left out.
 	want := []string{filepath.Join(root, "evals"), filepath.Join(root, "tools")}
-	if diff := cmp.Diff(want, bindMounts(b, set)); diff != "" {
+	if diff := cmp.Diff(want, bindMounts(hp, set)); diff != "" {
 		t.Errorf("bindMounts (-want +got):\n%s", diff)
 	}
 }
@@ -172,8 +159,8 @@ func TestBindMountsKeepsTheImagesFolders(t *testing.T) {
 		{"/bin/sh", nil},
 		{f.Name(), []string{f.Name()}},
 	} {
-		b := &shard.Bundle{Variants: []shard.Variant{{Servers: []servers.Server{{Command: tc.command}}}}}
-		if diff := cmp.Diff(tc.want, bindMounts(b, settings{mst: DefaultMST, workDir: DefaultWorkDir})); diff != "" {
+		hp := runner.HostPaths{Commands: []string{tc.command}}
+		if diff := cmp.Diff(tc.want, bindMounts(hp, settings{mst: DefaultMST, workDir: DefaultWorkDir})); diff != "" {
 			t.Errorf("bindMounts(%s) (-want +got):\n%s", tc.command, diff)
 		}
 	}
@@ -237,42 +224,6 @@ func TestCheckStatic(t *testing.T) {
 		if err := checkStatic(exe, other); err == nil || !strings.Contains(err.Error(), "built for") {
 			t.Errorf("checkStatic(this binary, %s) = %v, want an architecture error", other, err)
 		}
-	}
-}
-
-func TestStopExec(t *testing.T) {
-	t.Parallel()
-	if runtime.GOOS != "linux" {
-		t.Skip("StopExec reads Linux's /proc")
-	}
-	marker := "test-" + randomHex(6)
-	start := func(script string) *exec.Cmd {
-		cmd := exec.Command("sh", "-c", script)
-		cmd.Env = append(os.Environ(), ExecMarkerEnv+"="+marker)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd
-	}
-	polite := start("exec sleep 600")
-	stubborn := start("trap '' TERM; while :; do sleep 0.1; done")
-	waited := make(chan error, 2)
-	go func() { waited <- polite.Wait() }()
-	go func() { waited <- stubborn.Wait() }()
-	// Let the shell set its trap before the signal comes.
-	time.Sleep(200 * time.Millisecond)
-	if err := StopExec(t.Context(), marker, 500*time.Millisecond); err != nil {
-		t.Fatalf("StopExec = %v", err)
-	}
-	for range 2 {
-		select {
-		case <-waited:
-		case <-time.After(10 * time.Second):
-			t.Fatal("a marked process still runs after StopExec")
-		}
-	}
-	if err := StopExec(context.Background(), marker, time.Second); err != nil {
-		t.Errorf("StopExec with nothing left to stop = %v, want nil", err)
 	}
 }
 

@@ -13,7 +13,6 @@ import (
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/runner/kubernetes"
 	"github.com/mst-eval/mst/runner/runnertest"
-	"github.com/mst-eval/mst/shard"
 )
 
 // These tests need a cluster whose pods run their commands on this
@@ -94,7 +93,7 @@ func options(t *testing.T, mst string) map[string]string {
 func TestMachine(t *testing.T) {
 	mst := needCluster(t)
 	runnertest.RunMachine(t, func(t *testing.T) runner.Machine {
-		r, err := kubernetes.New(t.Context(), runner.Params{Options: options(t, mst), Worker: &shard.Worker{MSTVersion: testVersion}})
+		r, err := kubernetes.New(t.Context(), runner.Params{Options: options(t, mst), MSTVersion: testVersion})
 		if err != nil {
 			t.Fatalf("New = %v", err)
 		}
@@ -125,7 +124,7 @@ func TestConformance(t *testing.T) {
 func TestLeftovers(t *testing.T) {
 	mst := needCluster(t)
 	opts := options(t, mst)
-	r, err := kubernetes.New(t.Context(), runner.Params{Options: opts, Worker: &shard.Worker{MSTVersion: testVersion}})
+	r, err := kubernetes.New(t.Context(), runner.Params{Options: opts, MSTVersion: testVersion})
 	if err != nil {
 		t.Fatalf("New = %v", err)
 	}

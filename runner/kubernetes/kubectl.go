@@ -1,32 +1,32 @@
 package kubernetes
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/mst-eval/mst/runner/internal/clicmd"
 )
 
 // kubectl runs the kubectl command for one namespace, with the kubeconfig
 // and context the options name. Every command inherits MST's environment,
 // so KUBECONFIG and the user's credential plugins apply.
 type kubectl struct {
-	// bin is the kubectl program.
-	bin string
+	cli *clicmd.CLI
 	set settings
 }
 
 // findKubectl finds kubectl on PATH.
 func findKubectl(set settings) (*kubectl, error) {
-	bin, err := exec.LookPath("kubectl")
+	c, err := clicmd.Find("kubectl", errors.New("kubernetes runner: the kubectl command is not on PATH: install it (https://kubernetes.io/docs/tasks/tools/, or Debian's kubectl package)"))
 	if err != nil {
-		return nil, errors.New("kubernetes runner: the kubectl command is not on PATH: install it (https://kubernetes.io/docs/tasks/tools/, or Debian's kubectl package)")
+		return nil, err
 	}
-	return &kubectl{bin: bin, set: set}, nil
+	c.Short = shortArgs
+	return &kubectl{cli: c, set: set}, nil
 }
 
 // args returns kubectl's arguments for one command: the global flags
@@ -80,43 +80,14 @@ func (k *kubectl) listArgs(run string) []string {
 	return k.args("get", "pods", "--selector", sel, "--output", "json")
 }
 
-// cmdError is a kubectl command that failed, with what it printed on
-// stderr.
-type cmdError struct {
-	args   []string
-	stderr string
-	err    error
-}
-
-func (e *cmdError) Error() string {
-	msg := strings.TrimSpace(e.stderr)
-	if msg == "" {
-		msg = e.err.Error()
-	}
-	return fmt.Sprintf("kubectl %s: %s", strings.Join(e.args, " "), msg)
-}
-
-func (e *cmdError) Unwrap() error { return e.err }
-
 // says reports whether err is a failed kubectl command whose stderr holds
 // text, such as "AlreadyExists".
-func says(err error, text string) bool {
-	var ce *cmdError
-	return errors.As(err, &ce) && strings.Contains(ce.stderr, text)
-}
+func says(err error, text string) bool { return clicmd.Says(err, text) }
 
 // run runs kubectl with args and returns its stdout, trimmed. stdin may be
 // nil. The error quotes the command's stderr.
 func (k *kubectl) run(ctx context.Context, stdin io.Reader, args ...string) (string, error) {
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, k.bin, args...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, &stdout, &stderr
-	cmd.WaitDelay = 5 * time.Second
-	isolate(cmd)
-	if err := cmd.Run(); err != nil {
-		return "", &cmdError{args: shortArgs(args), stderr: stderr.String(), err: err}
-	}
-	return strings.TrimSpace(stdout.String()), nil
+	return k.cli.Run(ctx, stdin, args...)
 }
 
 // shortArgs keeps kubectl's subcommand and a few arguments after it, for

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/mst-eval/mst/runner"
-	"github.com/mst-eval/mst/runner/docker"
 )
 
 // Option names of the kubernetes runner (--runner-option NAME=VALUE).
@@ -76,6 +75,9 @@ func Definition() *runner.Definition {
 		New:         New,
 		Leftovers:   Leftovers,
 		Remove:      Remove,
+		// With the env option, a cancelled command is stopped inside its
+		// pod.
+		MachineCommands: []runner.MachineCommand{runner.StopExecCommand()},
 	}
 }
 
@@ -155,16 +157,13 @@ func New(ctx context.Context, p runner.Params) (runner.Runner, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	version := ""
-	if p.Worker != nil {
-		version = p.Worker.MSTVersion
-	}
+	version := p.MSTVersion
 	image := set.image
 	if image == "" {
 		if version == "" {
 			return nil, errors.New("kubernetes runner: no MST version to name the worker image by: pass --runner-option image=REF")
 		}
-		image = docker.DefaultImage(version)
+		image = runner.WorkerImage(version)
 	}
 	k, err := findKubectl(set)
 	if err != nil {
@@ -185,10 +184,10 @@ type kubeRunner struct {
 	logger  *slog.Logger
 }
 
-// RunShard runs one shard in a new pod. The run's id, which names and
-// labels the pod, comes from the bundle.
+// RunShard runs one shard in a new pod, named and labelled with the
+// shard's run and attempt.
 func (r *kubeRunner) RunShard(ctx context.Context, s runner.Shard) (runner.ShardReport, error) {
-	spec := podSpec{run: s.Bundle.Run.ID, attempt: s.Bundle.Run.Resumes + 1}
+	spec := podSpec{run: s.Run, attempt: max(s.Attempt, 1)}
 	create := func(ctx context.Context, i int) (runner.Machine, error) {
 		spec := spec
 		spec.shard = i

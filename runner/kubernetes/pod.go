@@ -3,28 +3,16 @@ package kubernetes
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
-	"os/exec"
 	"path"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mst-eval/mst/runner"
+	"github.com/mst-eval/mst/runner/internal/clicmd"
 )
-
-// ExecMarkerEnv is the environment variable Exec marks each command with
-// when the env option is set, so `mst runner stop-exec` can find its
-// processes. It is the docker runner's.
-const ExecMarkerEnv = "MST_EXEC"
-
-// ExecStopGrace is how long a command stopped by its context gets between
-// SIGTERM and SIGKILL.
-const ExecStopGrace = 5 * time.Second
 
 // create makes the shard's pod, waits for it to be Ready and checks that
 // the mst in it is the coordinator's version.
@@ -35,14 +23,14 @@ func (r *kubeRunner) create(ctx context.Context, spec podSpec) (runner.Machine, 
 	if err != nil && says(err, "AlreadyExists") {
 		// A pod of an earlier attempt that was kept holds the name; the
 		// labels, not the name, tie a pod to its run.
-		spec.suffix = randomHex(3)
+		spec.suffix = runner.RandomHex(3)
 		name = podName(spec)
 		_, err = k.run(ctx, bytes.NewReader(podManifest(name, spec, r.set, r.image, r.version)), k.createArgs()...)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("creating the pod %s in the namespace %s: %w", name, r.set.namespace, err)
 	}
-	p := &pod{kubectl: k, name: name, image: r.image, set: r.set, logger: r.logger}
+	p := &pod{kubectl: k, name: name, image: r.image, set: r.set, grace: r.params.Grace(), logger: r.logger}
 	if _, err := k.run(ctx, nil, k.waitArgs(name, r.set.podTimeout)...); err != nil {
 		p.Remove(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("the pod %s of %s was not Ready within %s (raise --runner-option podTimeout, or see why with kubectl describe pod -n %s %s and keep=failed): %w",
@@ -61,19 +49,15 @@ func (r *kubeRunner) create(ctx context.Context, spec podSpec) (runner.Machine, 
 	return p, nil
 }
 
-func randomHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // pod is one shard's machine: a running pod.
 type pod struct {
 	kubectl *kubectl
 	name    string
 	image   string
 	set     settings
-	logger  *slog.Logger
+	// grace is how long a cancelled command gets at each step of its stop.
+	grace  time.Duration
+	logger *slog.Logger
 }
 
 func (p *pod) ID() string      { return p.set.namespace + "/" + p.name }
@@ -96,60 +80,27 @@ func commandArgv(set settings, marker string, argv []string) []string {
 	if set.env == "" {
 		return argv
 	}
-	return append([]string{set.env, ExecMarkerEnv + "=" + marker}, argv...)
+	return append([]string{set.env, runner.ExecMarkerEnv + "=" + marker}, argv...)
 }
 
-// Exec runs argv in the pod with kubectl exec --stdin. When ctx ends and
-// the env option is set, the command's processes in the pod are sent
-// SIGTERM, then SIGKILL after ExecStopGrace; without it, only kubectl is
-// stopped, and the command ends when it reads the end of its stdin or
-// with the pod. A non-zero exit comes back as an *exec.ExitError, whose
-// ExitCode is the command's (kubectl exits with it).
+// Exec runs argv in the pod with kubectl exec --stdin. When ctx ends, the
+// command's stdin is closed; with the env option its processes in the pod
+// are then sent SIGTERM, and SIGKILL after the runner's stop grace; without
+// it, kubectl is sent SIGTERM (and killed after the grace), and the command
+// ends when it reads the end of its stdin or with the pod. A non-zero exit
+// comes back as an *exec.ExitError, whose ExitCode is the command's
+// (kubectl exits with it).
 func (p *pod) Exec(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(argv) == 0 {
 		return fmt.Errorf("exec in %s: no command", p.ID())
 	}
-	marker := randomHex(12)
-	cmd := exec.CommandContext(ctx, p.kubectl.bin, p.kubectl.execArgs(p.name, true, commandArgv(p.set, marker, argv)...)...)
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	isolate(cmd)
-	// Stdin is copied by a goroutine Exec does not wait for, so that a
-	// caller who keeps stdin open (a worker's protocol stream) does not
-	// hold Exec after the command has ended.
-	pipe, err := cmd.StdinPipe()
-	if err != nil {
-		return err
+	marker := runner.NewMarker()
+	stop := clicmd.Stop{Grace: p.grace}
+	if p.set.env != "" {
+		stop.Remote = func(ctx context.Context) error { return p.stopExec(ctx, marker) }
 	}
-	var stopping sync.WaitGroup
-	cmd.Cancel = func() error {
-		// Closing stdin first lets a command that reads it (the worker)
-		// end by itself.
-		pipe.Close()
-		if p.set.env != "" {
-			stopping.Go(func() { p.stopExec(ctx, marker) })
-			return nil
-		}
-		return cmd.Process.Kill()
-	}
-	cmd.WaitDelay = ExecStopGrace + 5*time.Second
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("%s in %s: %w", argv[0], p.ID(), err)
-	}
-	go func() {
-		if stdin != nil {
-			io.Copy(pipe, stdin)
-		}
-		pipe.Close()
-	}()
-	err = cmd.Wait()
-	stopping.Wait()
-	if ctx.Err() != nil {
-		if err == nil {
-			err = ctx.Err()
-		}
-		return fmt.Errorf("%s in %s stopped: %w", argv[0], p.ID(), err)
-	}
-	if err != nil {
+	args := p.kubectl.execArgs(p.name, true, commandArgv(p.set, marker, argv)...)
+	if err := p.kubectl.cli.Exec(ctx, args, stdin, stdout, stderr, stop); err != nil {
 		return fmt.Errorf("%s in %s: %w", argv[0], p.ID(), err)
 	}
 	return nil
@@ -157,13 +108,12 @@ func (p *pod) Exec(ctx context.Context, argv []string, stdin io.Reader, stdout, 
 
 // stopExec stops the processes of the command marked with marker, through
 // mst's hidden `runner stop-exec` in the pod.
-func (p *pod) stopExec(ctx context.Context, marker string) {
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ExecStopGrace+15*time.Second)
-	defer cancel()
-	argv := []string{p.set.mst, "runner", "stop-exec", "--grace", ExecStopGrace.String(), marker}
-	if _, err := p.kubectl.run(sctx, nil, p.kubectl.execArgs(p.name, false, argv...)...); err != nil {
+func (p *pod) stopExec(ctx context.Context, marker string) error {
+	_, err := p.kubectl.run(ctx, nil, p.kubectl.execArgs(p.name, false, runner.StopExecArgv(p.set.mst, marker, p.grace)...)...)
+	if err != nil {
 		p.logger.Debug("stopping a command in the pod failed; it ends with the pod", "pod", p.ID(), "err", err)
 	}
+	return err
 }
 
 // untarArgv extracts a tar stream from stdin at the pod's root.
@@ -189,13 +139,10 @@ func (p *pod) CopyTo(ctx context.Context, localDir, remoteDir string) error {
 	if !path.IsAbs(remoteDir) {
 		return fmt.Errorf("copying %s to %s: %s is not an absolute path", localDir, p.ID(), remoteDir)
 	}
-	pr, pw := io.Pipe()
-	go func() {
-		pw.CloseWithError(runner.WriteTar(pw, localDir, strings.TrimPrefix(path.Clean(remoteDir), "/")))
-	}()
-	_, err := p.kubectl.run(ctx, pr, p.kubectl.execArgs(p.name, true, untarArgv(p.set)...)...)
-	pr.CloseWithError(io.ErrClosedPipe)
-	if err != nil {
+	write := func(w io.Writer) error {
+		return runner.WriteTar(w, localDir, strings.TrimPrefix(path.Clean(remoteDir), "/"))
+	}
+	if err := p.kubectl.cli.RunWriting(ctx, write, p.kubectl.execArgs(p.name, true, untarArgv(p.set)...)...); err != nil {
 		return fmt.Errorf("copying %s to %s:%s (the image needs tar at %q, or set --runner-option tar=PATH): %w", localDir, p.ID(), remoteDir, p.set.tar, err)
 	}
 	return nil
@@ -205,29 +152,9 @@ func (p *pod) CopyTo(ctx context.Context, localDir, remoteDir string) error {
 // making the folders above it. Each file is written under a temporary name
 // and renamed, so a reader never sees half of one.
 func (p *pod) CopyFrom(ctx context.Context, remotePath, localPath string) error {
-	var stderr strings.Builder
-	args := p.kubectl.execArgs(p.name, false, tarArgv(p.set, remotePath)...)
-	cmd := exec.CommandContext(ctx, p.kubectl.bin, args...)
-	cmd.Stderr = &stderr
-	isolate(cmd)
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("copying %s:%s: %w", p.ID(), remotePath, err)
-	}
-	terr := runner.ReadTar(out, localPath)
-	if terr != nil {
-		// Drain, so kubectl can end.
-		io.Copy(io.Discard, out)
-	}
-	if werr := cmd.Wait(); werr != nil {
-		return fmt.Errorf("copying %s:%s: %w", p.ID(), remotePath, &cmdError{args: shortArgs(args), stderr: stderr.String(), err: werr})
-	}
-	if terr != nil {
-		return fmt.Errorf("copying %s:%s to %s: %w", p.ID(), remotePath, localPath, terr)
+	read := func(r io.Reader) error { return runner.ReadTar(r, localPath) }
+	if err := p.kubectl.cli.RunReading(ctx, read, p.kubectl.execArgs(p.name, false, tarArgv(p.set, remotePath)...)...); err != nil {
+		return fmt.Errorf("copying %s:%s to %s: %w", p.ID(), remotePath, localPath, err)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mst-eval/mst/runner"
+	"github.com/mst-eval/mst/runner/internal/clicmd"
 )
 
 func TestParseSettings(t *testing.T) {
@@ -206,8 +207,8 @@ func TestPodManifest(t *testing.T) {
 }
 
 func TestKubectlArgs(t *testing.T) {
-	plain := &kubectl{bin: "kubectl", set: settings{namespace: "evals", mst: "/mst", tar: "tar"}}
-	full := &kubectl{bin: "kubectl", set: settings{namespace: "evals", context: "kind-mst", kubeconfig: "/k/config", mst: "/mst", tar: "tar", env: "/bin/env"}}
+	plain := &kubectl{cli: &clicmd.CLI{Name: "kubectl", Bin: "kubectl"}, set: settings{namespace: "evals", mst: "/mst", tar: "tar"}}
+	full := &kubectl{cli: &clicmd.CLI{Name: "kubectl", Bin: "kubectl"}, set: settings{namespace: "evals", context: "kind-mst", kubeconfig: "/k/config", mst: "/mst", tar: "tar", env: "/bin/env"}}
 	tests := []struct {
 		name string
 		got  []string

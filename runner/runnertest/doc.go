@@ -38,6 +38,6 @@
 // there.
 //
 // The cancel check waits for a worker heartbeat that shows the trials in
-// flight, so it takes up to shard.HeartbeatEvery; it never relies on a
+// flight (the suite sets Params.Heartbeat short); it never relies on a
 // sleep.
 package runnertest

@@ -9,18 +9,19 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"path/filepath"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/client/api"
 	"github.com/mst-eval/mst/dataset"
+	"github.com/mst-eval/mst/provider"
+	"github.com/mst-eval/mst/provider/offline"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/servers"
@@ -32,9 +33,11 @@ import (
 // Harness says how the suite makes and drives the runner under test.
 type Harness struct {
 	// New makes the runner for one check. The suite fills p's Shards,
-	// Keep (never), Logger, Worker (for runners that run workers in this
-	// process) and Secrets; New adds what the runner itself needs (MST,
-	// Options) and may change the rest. The suite closes the runner.
+	// Keep (never), Logger, MSTVersion, InProcess (for runners that run
+	// workers in this process), Secrets, and a short StopGrace and
+	// Heartbeat; New adds
+	// what the runner itself needs (MST, Options) and may change the rest.
+	// The suite closes the runner.
 	New func(t *testing.T, p runner.Params) (runner.Runner, error)
 	// MSTVersion is the MST version the runner's workers run. The suite's
 	// coordinator runs with it and checks that every hello reports it.
@@ -46,6 +49,12 @@ type Harness struct {
 	// machines. Empty means this test binary, whose TestMain calls Serve.
 	Server []string
 }
+
+// Heartbeat is how often the suite's workers send heartbeats.
+const Heartbeat = 100 * time.Millisecond
+
+// StopGrace is the stop grace the suite gives runners.
+const StopGrace = 2 * time.Second
 
 // Run checks the runner h makes against the runner contract. It runs its
 // checks as parallel subtests of t.
@@ -59,7 +68,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("ReadinessFailure", func(t *testing.T) { t.Parallel(); testReadinessFailure(t, &h) })
 	t.Run("CloseUnused", func(t *testing.T) {
 		t.Parallel()
-		r, err := h.New(t, h.params(t))
+		r, err := h.New(t, h.params(t, store.OpenDir(t.TempDir(), nil)))
 		if err != nil {
 			t.Fatalf("New = %v", err)
 		}
@@ -67,6 +76,33 @@ func Run(t *testing.T, h Harness) {
 			t.Errorf("Close of a runner that ran nothing = %v, want nil", err)
 		}
 	})
+}
+
+// results is the coordinator's run folder of one check: transcripts
+// fetched back are written into it, as the coordinator's caller does.
+func newResults(t *testing.T) *store.DirRun {
+	return store.OpenDir(t.TempDir(), nil)
+}
+
+// shardOf hands bundle b to a runner: written to a folder of its own, and
+// served by coord, with the result kept in *res.
+func shardOf(t *testing.T, b *shard.Bundle, coord *shard.Coordinator, wrap func(io.Reader) io.Reader, res *shard.ShardResult) runner.Shard {
+	t.Helper()
+	dir := t.TempDir()
+	if err := shard.WriteBundle(dir, b); err != nil {
+		t.Fatalf("writing the bundle: %v", err)
+	}
+	return runner.Shard{
+		Index: b.Shard, Run: b.Run.ID, Attempt: 1, BundleDir: dir,
+		Serve: func(ctx context.Context, in io.Reader, out io.Writer, fetch runner.Fetch) error {
+			if wrap != nil {
+				in = wrap(in)
+			}
+			var err error
+			*res, err = coord.Serve(ctx, b.Shard, in, out, shard.Fetch(fetch))
+			return err
+		},
+	}
 }
 
 // testTranscripts runs h.Shards shards at once, two variants × three cases
@@ -81,63 +117,64 @@ func testTranscripts(t *testing.T, h *Harness) {
 		}
 		bundles = append(bundles, newBundle("transcripts", i, h.Shards, srv, cases, []string{"a", "b"}, 2, 4))
 	}
-	results := t.TempDir()
-	r := h.newRunner(t)
-	rec := &events{}
+	results := newResults(t)
+	r := h.newRunner(t, results)
+	rec := &events{results: results}
 	coord := h.coordinator(t, rec)
-	reports := make([]runner.ShardReport, len(bundles))
+	results_ := make([]shard.ShardResult, len(bundles))
 	errs := make([]error, len(bundles))
 	var wg sync.WaitGroup
 	for i, b := range bundles {
+		s := shardOf(t, b, coord, nil, &results_[i])
 		wg.Go(func() {
-			reports[i], errs[i] = r.RunShard(t.Context(), runner.Shard{Bundle: b, Results: results, Serve: coord.Serve})
+			_, errs[i] = r.RunShard(t.Context(), s)
 		})
 	}
 	wg.Wait()
 
-	want := map[string]transcript.Key{}
+	want := map[transcript.Key]int{}
 	for i, b := range bundles {
 		if errs[i] != nil {
 			t.Errorf("RunShard(shard %d) = %v, want nil", i, errs[i])
 			continue
 		}
-		checkHello(t, h, i, reports[i].Result.Hello)
-		if d := reports[i].Result.Done; d == nil {
+		checkHello(t, h, i, results_[i].Hello)
+		if d := results_[i].Done; d == nil {
 			t.Errorf("shard %d: no done message came back", i)
 		} else if got, wantCounts := d.Counts, (transcript.Counts{Planned: len(b.Trials), Answered: len(b.Trials)}); got != wantCounts {
 			t.Errorf("shard %d: done counts = %+v, want %+v", i, got, wantCounts)
 		}
-		for _, k := range b.Trials {
-			want[store.TranscriptPath(k)] = k
+		for _, k := range b.Keys() {
+			want[k]++
 		}
 	}
-	if diff := cmp.Diff(sortedKeys(want), transcriptFiles(t, results)); diff != "" {
+	if diff := cmp.Diff(want, storedKeys(t, results)); diff != "" {
 		t.Errorf("transcripts in the run folder (-want +got):\n%s", diff)
 	}
-	for p, k := range want {
-		tr, err := store.ReadTranscript(filepath.Join(results, filepath.FromSlash(p)))
-		if errors.Is(err, fs.ErrNotExist) {
+	for k := range want {
+		tr, err := results.ReadTranscript(t.Context(), k)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, store.ErrNotFound) {
 			continue // reported above
 		}
 		if err != nil {
-			t.Errorf("reading %s: %v", p, err)
+			t.Errorf("reading %v: %v", k, err)
 			continue
 		}
 		var shardIndex, caseNo int
 		fmt.Sscanf(k.Case, "s%d-c%d", &shardIndex, &caseNo)
 		if tr.Key != k || tr.Shard != shardIndex || tr.Run != bundles[0].Run.ID {
-			t.Errorf("%s: key %v, shard %d, run %q; want %v, %d, %q", p, tr.Key, tr.Shard, tr.Run, k, shardIndex, bundles[0].Run.ID)
+			t.Errorf("%v: key %v, shard %d, run %q; want %v, %d, %q", k, tr.Key, tr.Shard, tr.Run, k, shardIndex, bundles[0].Run.ID)
 		}
 		if tr.Outcome.Status != transcript.Answered {
-			t.Errorf("%s: status %s (%s), want answered", p, tr.Outcome.Status, tr.Outcome.Detail)
+			t.Errorf("%v: status %s (%s), want answered", k, tr.Outcome.Status, tr.Outcome.Detail)
 		}
 		// The answer quotes the test server's echo, so the MCP server on
 		// the machine really ran.
 		if text := fmt.Sprintf("shard %d case %d", shardIndex, caseNo); !strings.Contains(tr.Answer, text) {
-			t.Errorf("%s: answer %q does not quote the echoed %q", p, tr.Answer, text)
+			t.Errorf("%v: answer %q does not quote the echoed %q", k, tr.Answer, text)
 		}
 	}
-	if diff := cmp.Diff(countKeys(want), rec.counts()); diff != "" {
+	if diff := cmp.Diff(want, rec.counts()); diff != "" {
 		t.Errorf("trials the coordinator was told of, by key (-want +got):\n%s", diff)
 	}
 }
@@ -151,9 +188,9 @@ func testCancel(t *testing.T, h *Harness) {
 		{ID: "nap-2", Input: "sleep for 300 seconds please"},
 	}
 	b := newBundle("cancel", 0, 1, h.server(t), cases, []string{"v"}, 1, 3)
-	results := t.TempDir()
-	r := h.newRunner(t)
-	coord := h.coordinator(t, &events{})
+	results := newResults(t)
+	r := h.newRunner(t, results)
+	coord := h.coordinator(t, &events{results: results})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	// The cancel goes out once the first trial is reported and a heartbeat
@@ -168,26 +205,24 @@ func testCancel(t *testing.T, h *Harness) {
 			cancel()
 		}
 	}
-	serve := func(ctx context.Context, i int, in io.Reader, out io.Writer, fetch shard.Fetch) (shard.ShardResult, error) {
-		return coord.Serve(ctx, i, &tap{r: in, fn: watch}, out, fetch)
-	}
-	rep, err := r.RunShard(ctx, runner.Shard{Bundle: b, Results: results, Serve: serve})
-	if err != nil {
+	var res shard.ShardResult
+	s := shardOf(t, b, coord, func(in io.Reader) io.Reader { return &tap{r: in, fn: watch} }, &res)
+	if _, err := r.RunShard(ctx, s); err != nil {
 		t.Fatalf("RunShard of a cancelled shard = %v, want nil (the worker still says done)", err)
 	}
 	if ctx.Err() == nil {
 		t.Fatal("RunShard returned before the cancel")
 	}
-	if rep.Result.Done == nil {
+	if res.Done == nil {
 		t.Fatal("a cancelled shard sent no done message")
 	}
-	if got, want := rep.Result.Done.Counts, (transcript.Counts{Planned: 3, Answered: 1, Cancelled: 2}); got != want {
+	if got, want := res.Done.Counts, (transcript.Counts{Planned: 3, Answered: 1, Cancelled: 2}); got != want {
 		t.Errorf("done counts = %+v, want %+v", got, want)
 	}
 	wantStatus := map[string]string{"first": transcript.Answered, "nap-1": transcript.Cancelled, "nap-2": transcript.Cancelled}
 	got := map[string]string{}
-	for _, k := range b.Trials {
-		tr, err := store.ReadTranscript(filepath.Join(results, filepath.FromSlash(store.TranscriptPath(k))))
+	for _, k := range b.Keys() {
+		tr, err := results.ReadTranscript(t.Context(), k)
 		if err != nil {
 			t.Errorf("trial %v has no transcript: %v", k, err)
 			continue
@@ -203,16 +238,17 @@ func testCancel(t *testing.T, h *Harness) {
 // fails with the worker's reason and no trial runs.
 func testReadinessFailure(t *testing.T, h *Harness) {
 	b := newBundle("ready", 0, 1, h.server(t, "--fail-start"), []dataset.Case{{ID: "c", Input: "Please echo 'x'"}}, []string{"v"}, 1, 1)
-	results := t.TempDir()
-	r := h.newRunner(t)
-	rec := &events{}
-	rep, err := r.RunShard(t.Context(), runner.Shard{Bundle: b, Results: results, Serve: h.coordinator(t, rec).Serve})
+	results := newResults(t)
+	r := h.newRunner(t, results)
+	rec := &events{results: results}
+	var res shard.ShardResult
+	_, err := r.RunShard(t.Context(), shardOf(t, b, h.coordinator(t, rec), nil, &res))
 	if err == nil || !strings.Contains(err.Error(), "readiness") {
 		t.Errorf("RunShard with a server that cannot start = %v, want the readiness check's error", err)
 	}
-	checkHello(t, h, 0, rep.Result.Hello)
-	if files := transcriptFiles(t, results); len(files) > 0 {
-		t.Errorf("transcripts after a failed readiness check: %v, want none", files)
+	checkHello(t, h, 0, res.Hello)
+	if keys := storedKeys(t, results); len(keys) > 0 {
+		t.Errorf("transcripts after a failed readiness check: %v, want none", keys)
 	}
 	if n := len(rec.counts()); n > 0 {
 		t.Errorf("the coordinator was told of %d trials, want none", n)
@@ -231,25 +267,36 @@ func checkHello(t *testing.T, h *Harness, i int, hello *shard.Hello) {
 	}
 }
 
-// params are the Params the suite gives Harness.New.
-func (h *Harness) params(t *testing.T) runner.Params {
+// params are the Params the suite gives Harness.New. Its in-process worker
+// writes into results, as the coordinator's does into the run's store.
+func (h *Harness) params(t *testing.T, results store.Run) runner.Params {
 	logger := testLogger(t)
+	workDir := t.TempDir()
 	return runner.Params{
 		Options: map[string]string{}, Shards: h.Shards, Keep: runner.KeepNever, Logger: logger,
-		Secrets: secrets.New(),
-		Worker: &shard.Worker{
-			Clients:     client.NewRegistry(api.Definition()),
-			Environment: transcript.Environment{Runner: "runnertest", OS: runtime.GOOS, Arch: runtime.GOARCH},
-			Logger:      logger, MSTVersion: h.MSTVersion, WorkDir: t.TempDir(),
+		MSTVersion: h.MSTVersion, Secrets: secrets.New(), StopGrace: StopGrace, Heartbeat: Heartbeat,
+		InProcess: func(ctx context.Context, bundleDir string, in io.Reader, out io.Writer) error {
+			b, err := shard.ReadBundle(bundleDir)
+			if err != nil {
+				return err
+			}
+			w := &shard.Worker{
+				Clients:     client.NewRegistry(api.Definition(provider.NewRegistry(offline.Definition()))),
+				Results:     results,
+				Heartbeat:   Heartbeat,
+				Environment: transcript.Environment{Runner: "runnertest", OS: runtime.GOOS, Arch: runtime.GOARCH},
+				Logger:      logger, MSTVersion: h.MSTVersion, WorkDir: workDir,
+			}
+			return w.Run(ctx, b, in, out)
 		},
 	}
 }
 
 // newRunner makes the runner for one check and closes it when the check
 // ends.
-func (h *Harness) newRunner(t *testing.T) runner.Runner {
+func (h *Harness) newRunner(t *testing.T, results store.Run) runner.Runner {
 	t.Helper()
-	r, err := h.New(t, h.params(t))
+	r, err := h.New(t, h.params(t, results))
 	if err != nil {
 		t.Fatalf("New = %v", err)
 	}
@@ -277,68 +324,46 @@ func newBundle(runID string, i, shards int, srv servers.Server, cases []dataset.
 		Shard: i, Cases: cases, Concurrency: conc,
 	}
 	for _, v := range variants {
-		b.Variants = append(b.Variants, shard.Variant{Name: v, Client: "api", Model: "offline", Provider: "offline", Servers: []servers.Server{srv}})
+		b.Settings = append(b.Settings, shard.Setting{Variant: v, Client: "api", Model: "offline", Provider: "offline", Servers: []servers.Server{srv}})
 	}
 	for _, c := range cases {
-		for _, v := range variants {
+		for si, v := range variants {
 			for n := 1; n <= trials; n++ {
-				b.Trials = append(b.Trials, transcript.Key{Case: c.ID, Variant: v, Trial: n})
+				b.Trials = append(b.Trials, shard.Planned{Key: transcript.Key{Case: c.ID, Variant: v, Trial: n}, Setting: si})
 			}
 		}
 	}
 	return b
 }
 
-// transcriptFiles lists the transcript files under a run folder, as paths
-// relative to it, sorted.
-func transcriptFiles(t *testing.T, results string) []string {
+// storedKeys counts the transcripts in the run folder, by key.
+func storedKeys(t *testing.T, results store.Run) map[transcript.Key]int {
 	t.Helper()
-	var files []string
-	root := filepath.Join(results, "transcripts")
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == root {
-				return fs.SkipDir
-			}
-			return err
-		}
-		if !d.IsDir() {
-			rel, _ := filepath.Rel(results, p)
-			files = append(files, filepath.ToSlash(rel))
-		}
+	out := map[transcript.Key]int{}
+	err := results.Transcripts(t.Context(), func(tr *transcript.Transcript) error {
+		out[tr.Key]++
 		return nil
 	})
 	if err != nil {
 		t.Fatalf("listing transcripts: %v", err)
 	}
-	sort.Strings(files)
-	return files
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }
 
-func countKeys(m map[string]transcript.Key) map[transcript.Key]int {
-	out := map[transcript.Key]int{}
-	for _, k := range m {
-		out[k]++
-	}
-	return out
-}
-
-// events records the trials the coordinator reports.
+// events records the trials the coordinator reports, and writes the
+// transcripts fetched back into results, as the coordinator's caller does.
 type events struct {
-	mu   sync.Mutex
-	seen map[transcript.Key]int
+	results store.Run
+	mu      sync.Mutex
+	seen    map[transcript.Key]int
 }
 
-func (e *events) Trial(shardIndex int, m *shard.Trial) {
+func (e *events) Trial(shardIndex int, m *shard.Trial, data []byte) {
+	if data != nil {
+		if tr, err := transcript.Decode(data); err == nil {
+			e.results.WriteTranscript(context.Background(), tr)
+		}
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.seen == nil {

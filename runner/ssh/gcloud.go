@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mst-eval/mst/internal/proctree"
 	"github.com/mst-eval/mst/runner"
 )
 
@@ -246,7 +247,7 @@ func newGcloudRunner(ctx context.Context, p runner.Params) (runner.Runner, error
 	if _, err := exec.LookPath(o.Gcloud); err != nil {
 		return nil, fmt.Errorf("gcloud runner: %s not found: install the Google Cloud CLI (https://cloud.google.com/sdk/docs/install) or pass --runner-option gcloud=PATH", o.Gcloud)
 	}
-	local, err := inspectLocal(ctx, p.MST)
+	local, err := inspectLocal(ctx, p.MST, p.MSTVersion)
 	if err != nil {
 		return nil, fmt.Errorf("gcloud runner: %w", err)
 	}
@@ -266,7 +267,7 @@ func newGcloudRunner(ctx context.Context, p runner.Params) (runner.Runner, error
 // RunShard runs one shard on a VM made for it.
 func (r *gcloudRunner) RunShard(ctx context.Context, s runner.Shard) (runner.ShardReport, error) {
 	create := func(ctx context.Context, i int) (runner.Machine, error) {
-		m, err := r.create(ctx, s.Bundle.Run.ID, s.Bundle.Run.Resumes+1, i)
+		m, err := r.create(ctx, s.Run, max(s.Attempt, 1), i)
 		if err != nil {
 			return nil, err
 		}
@@ -353,7 +354,7 @@ func (g *gcloudRemote) close() error { return nil }
 func (g *gcloudRemote) run(ctx context.Context, cmdline string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cmd := exec.CommandContext(ctx, g.o.Gcloud, sshArgs(g.o, g.vm, cmdline)...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	isolate(cmd)
+	proctree.Group(cmd)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = stopStep
 	// Stdin goes through a pipe of run's own: exec.Cmd would otherwise
@@ -428,7 +429,7 @@ func gcloudOutput(ctx context.Context, gcloud string, args []string) (string, er
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, gcloud, args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &limited{buf: &stderr, n: 4096}
-	isolate(cmd)
+	proctree.Group(cmd)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = stopStep
 	if err := cmd.Run(); err != nil {

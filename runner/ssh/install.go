@@ -30,21 +30,25 @@ type localMST struct {
 	hash string
 }
 
-// inspectLocal runs `mst version` with the coordinator's command and
-// hashes the binary.
-func inspectLocal(ctx context.Context, mst []string) (*localMST, error) {
+// inspectLocal hashes the coordinator's mst binary and learns its version:
+// version (Params.MSTVersion) when it is given, else what `mst version`
+// prints.
+func inspectLocal(ctx context.Context, mst []string, version string) (*localMST, error) {
 	if len(mst) == 0 {
 		return nil, errors.New("no mst command to start workers with")
 	}
-	cmd := exec.CommandContext(ctx, mst[0], append(append([]string(nil), mst[1:]...), "version")...)
-	// A binary that dispatches on its name (a test binary) sees "mst", as
-	// on the hosts.
-	cmd.Args[0] = "mst"
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("running %s version: %w", mst[0], err)
+	l := &localMST{path: mst[0], version: "mst " + version, goos: runtime.GOOS, goarch: runtime.GOARCH}
+	if version == "" {
+		cmd := exec.CommandContext(ctx, mst[0], append(append([]string(nil), mst[1:]...), "version")...)
+		// A binary that dispatches on its name (a test binary) sees "mst",
+		// as on the hosts.
+		cmd.Args[0] = "mst"
+		out, err := cmd.Output()
+		if err != nil {
+			return nil, fmt.Errorf("running %s version: %w", mst[0], err)
+		}
+		l.version = strings.TrimSpace(string(out))
 	}
-	l := &localMST{path: mst[0], version: strings.TrimSpace(string(out)), goos: runtime.GOOS, goarch: runtime.GOARCH}
 	f, err := os.Open(mst[0])
 	if err != nil {
 		return nil, err

@@ -56,7 +56,7 @@ func newSSHRunner(ctx context.Context, p runner.Params) (runner.Runner, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	local, err := inspectLocal(ctx, p.MST)
+	local, err := inspectLocal(ctx, p.MST, p.MSTVersion)
 	if err != nil {
 		return nil, fmt.Errorf("ssh runner: %w", err)
 	}
@@ -110,7 +110,7 @@ func prepareHost(ctx context.Context, t target, creds *credentials, local *local
 func (r *sshRunner) RunShard(ctx context.Context, s runner.Shard) (runner.ShardReport, error) {
 	var made *machine
 	create := func(ctx context.Context, i int) (runner.Machine, error) {
-		m, err := r.create(ctx, s.Bundle.Run.ID, s.Bundle.Run.Resumes+1, i)
+		m, err := r.create(ctx, s.Run, max(s.Attempt, 1), i)
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package runner
+package run
 
 import (
 	"encoding/json"
@@ -8,25 +8,26 @@ import (
 	"strings"
 
 	"github.com/mst-eval/mst/eval"
+	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/secrets"
 )
 
-// Chosen are a run's runner settings after parsing --runner-option.
-type Chosen struct {
+// RunnerChoice is a run's runner settings after parsing --runner-option.
+type RunnerChoice struct {
 	// Options are the runner's own options.
 	Options map[string]string
 	Shards  int
 	Keep    string
 }
 
-// ParseOptions reads --runner-option key=value pairs for def: MST's own
+// ParseRunnerOptions reads --runner-option key=value pairs for def: MST's own
 // shards (default 1, at most def.MaxShards) and keep (never, failed,
 // always), and the runner's options, checked against its schema. Options
 // are recorded in run.json, so a value that looks like a secret (a secrets
 // file value, a long random-looking string, a key name such as token) is
 // refused.
-func ParseOptions(def *Definition, pairs []string, known *secrets.Set) (Chosen, error) {
-	c := Chosen{Options: map[string]string{}, Shards: 1, Keep: KeepNever}
+func ParseRunnerOptions(def *runner.Definition, pairs []string, known *secrets.Set) (RunnerChoice, error) {
+	c := RunnerChoice{Options: map[string]string{}, Shards: 1, Keep: runner.KeepNever}
 	typed := map[string]any{}
 	var props map[string]struct {
 		Type string `json:"type"`
@@ -58,7 +59,7 @@ func ParseOptions(def *Definition, pairs []string, known *secrets.Set) (Chosen, 
 			c.Shards = n
 			continue
 		case "keep":
-			if v != KeepNever && v != KeepFailed && v != KeepAlways {
+			if v != runner.KeepNever && v != runner.KeepFailed && v != runner.KeepAlways {
 				return c, fmt.Errorf("--runner-option keep=%s: keep is never, failed or always", v)
 			}
 			c.Keep = v

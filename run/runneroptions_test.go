@@ -1,4 +1,4 @@
-package runner_test
+package run_test
 
 import (
 	"strings"
@@ -6,11 +6,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mst-eval/mst/run"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/secrets"
 )
 
-func TestParseOptions(t *testing.T) {
+func TestParseRunnerOptions(t *testing.T) {
 	t.Parallel()
 	known := secrets.New()
 	if err := known.Add("INTERNAL_KEY", "swordfish-2026"); err != nil {
@@ -19,12 +20,12 @@ func TestParseOptions(t *testing.T) {
 	tests := []struct {
 		runner  *runner.Definition
 		pairs   []string
-		want    runner.Chosen
+		want    run.RunnerChoice
 		wantErr string
 	}{
-		{runner: runner.LocalDefinition(), want: runner.Chosen{Options: map[string]string{}, Shards: 1, Keep: runner.KeepNever}},
+		{runner: runner.LocalDefinition(), want: run.RunnerChoice{Options: map[string]string{}, Shards: 1, Keep: runner.KeepNever}},
 		{runner: runner.ProcessesDefinition(), pairs: []string{"shards=3", "keep=failed", "dir=/tmp/shards"},
-			want: runner.Chosen{Options: map[string]string{"dir": "/tmp/shards"}, Shards: 3, Keep: runner.KeepFailed}},
+			want: run.RunnerChoice{Options: map[string]string{"dir": "/tmp/shards"}, Shards: 3, Keep: runner.KeepFailed}},
 		{runner: runner.LocalDefinition(), pairs: []string{"shards=2"}, wantErr: "the local runner runs one shard; use --runner processes"},
 		{runner: runner.ProcessesDefinition(), pairs: []string{"shards=0"}, wantErr: "shards is a whole number, 1 or more"},
 		{runner: runner.ProcessesDefinition(), pairs: []string{"shards=100000"}, wantErr: "runs at most"},
@@ -37,31 +38,16 @@ func TestParseOptions(t *testing.T) {
 		{runner: runner.ProcessesDefinition(), pairs: []string{"dir=/keys/swordfish-2026"}, wantErr: "holds the secret INTERNAL_KEY"},
 	}
 	for _, tt := range tests {
-		got, err := runner.ParseOptions(tt.runner, tt.pairs, known)
+		got, err := run.ParseRunnerOptions(tt.runner, tt.pairs, known)
 		switch {
 		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
-			t.Errorf("ParseOptions(%s, %q) = %v, want an error containing %q", tt.runner.Name, tt.pairs, err, tt.wantErr)
+			t.Errorf("ParseRunnerOptions(%s, %q) = %v, want an error containing %q", tt.runner.Name, tt.pairs, err, tt.wantErr)
 		case tt.wantErr == "" && err != nil:
-			t.Errorf("ParseOptions(%s, %q) = %v", tt.runner.Name, tt.pairs, err)
+			t.Errorf("ParseRunnerOptions(%s, %q) = %v", tt.runner.Name, tt.pairs, err)
 		case tt.wantErr == "":
 			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("ParseOptions(%s, %q) (-want +got):\n%s", tt.runner.Name, tt.pairs, diff)
+				t.Errorf("ParseRunnerOptions(%s, %q) (-want +got):\n%s", tt.runner.Name, tt.pairs, diff)
 			}
 		}
 	}
-}
-
-func TestRegistry(t *testing.T) {
-	t.Parallel()
-	reg := runner.NewRegistry(runner.LocalDefinition(), runner.ProcessesDefinition())
-	_, err := reg.Lookup("proceses")
-	if want := `unknown runner "proceses" (known: local, processes)`; err == nil || err.Error() != want {
-		t.Errorf("Lookup(proceses) = %v, want %q", err, want)
-	}
-	defer func() {
-		if recover() == nil {
-			t.Error("NewRegistry with a name twice did not panic")
-		}
-	}()
-	runner.NewRegistry(runner.LocalDefinition(), runner.LocalDefinition())
 }

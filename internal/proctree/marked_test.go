@@ -1,0 +1,58 @@
+package proctree
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+)
+
+func TestStopMarked(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("StopMarked reads Linux's /proc")
+	}
+	env := "MST_EXEC=test-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	start := func(script string) *exec.Cmd {
+		cmd := exec.Command("sh", "-c", script)
+		cmd.Env = append(os.Environ(), env)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	polite := start("exec sleep 600")
+	// The stubborn one says when its trap is set, so the signal never
+	// comes before it.
+	stubborn := exec.Command("sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.1; done")
+	stubborn.Env = append(os.Environ(), env)
+	out, err := stubborn.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stubborn.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := out.Read(make([]byte, 6)); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 2)
+	go func() { waited <- polite.Wait() }()
+	go func() { waited <- stubborn.Wait() }()
+	if err := StopMarked(t.Context(), env, 300*time.Millisecond); err != nil {
+		t.Fatalf("StopMarked = %v", err)
+	}
+	for range 2 {
+		select {
+		case <-waited:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a marked process still runs after StopMarked")
+		}
+	}
+	if err := StopMarked(context.Background(), env, time.Second); err != nil {
+		t.Errorf("StopMarked with nothing left to stop = %v, want nil", err)
+	}
+}

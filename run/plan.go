@@ -1,0 +1,510 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mst-eval/mst/client"
+	"github.com/mst-eval/mst/dataset"
+	"github.com/mst-eval/mst/eval"
+	"github.com/mst-eval/mst/grade"
+	"github.com/mst-eval/mst/provider"
+	"github.com/mst-eval/mst/secrets"
+	"github.com/mst-eval/mst/servers"
+	"github.com/mst-eval/mst/shard"
+	"github.com/mst-eval/mst/store"
+	"github.com/mst-eval/mst/transcript"
+)
+
+// ErrConfigChanged means a run cannot be resumed with this config.
+var ErrConfigChanged = errors.New("the eval config changed since the run")
+
+// ErrInvalid marks an error in what the user gave (a config, a dataset, a
+// selection) as opposed to one met while running; the CLI exits 2 on it.
+var ErrInvalid = errors.New("invalid")
+
+// invalid wraps err as ErrInvalid, keeping its message.
+func invalid(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &invalidError{err}
+}
+
+type invalidError struct{ err error }
+
+func (e *invalidError) Error() string        { return e.err.Error() }
+func (e *invalidError) Unwrap() []error      { return []error{e.err, ErrInvalid} }
+func (e *invalidError) Is(target error) bool { return target == ErrInvalid }
+
+// Request is what a plan is made from: what `mst run` or `mst validate` was
+// given, and the registries of this build.
+type Request struct {
+	// ConfigFile is the eval config; with Resume it may be empty, and the
+	// run's own config file is used.
+	ConfigFile string
+	// Selection narrows a new run: variants, cases, trials per case, limit.
+	Selection transcript.Selection
+	// Results is the --results folder, "" for the config's.
+	Results string
+	// Resume is the stored run to finish, nil for a new run; RetryErrored
+	// runs its errored trials again too.
+	Resume       store.Run
+	RetryErrored bool
+	// OS is the GOOS of the machines that run the trials, "" when the
+	// runner does not say (then clients' OS requirements are not checked);
+	// ThisMachine says they are this machine, so clients' preflight checks
+	// (an installed CLI) run.
+	OS          string
+	ThisMachine bool
+
+	Clients     *client.Registry
+	Providers   *provider.Registry
+	Catalog     eval.Catalog
+	CheckClient CheckClient
+	// Secrets holds the secrets file's values. The plan adds to it the key
+	// variables its clients read, from Env (MST's own environment), where
+	// the file does not set them.
+	Secrets *secrets.Set
+	Env     map[string]string
+}
+
+// Plan is one run decided: which trials, and every setting each runs
+// with. It is made once, by NewPlan, and read by everything after: the
+// coordinator, the bundles, the report. Nothing downstream applies a
+// default or reads an option again.
+type Plan struct {
+	Config *eval.Config
+	// Cases are the cases to run, in dataset order.
+	Cases []dataset.Case
+	// Variants are the variant names to run, in display order.
+	Variants []string
+	// Trials per case and variant.
+	Trials    int
+	Selection transcript.Selection
+	// Results is the folder that holds runs.
+	Results string
+	// Settings are the fixed settings trials run with: one per variant
+	// (in Variants order), then one per case that overrides the model or
+	// options of a variant.
+	Settings []shard.Setting
+	// Keys are every trial of the run, case by case, so a case's variants
+	// and trials run close together.
+	Keys []transcript.Key
+	// KeyVars are the environment variables the run's clients read keys
+	// from; those set are in the request's Secrets.
+	KeyVars []string
+
+	// Resume is the stored run being finished, with what it still needs.
+	Resume *Resumed
+
+	graders   map[string][]grade.Grader // by case id: the eval's, then the case's
+	settingOf map[settingKey]int
+}
+
+// Resumed is what a resumed run still has to do.
+type Resumed struct {
+	Store  store.Run
+	Record transcript.Run
+	// Todo are the trials without a valid transcript: missing and
+	// cancelled ones, and errored ones too with RetryErrored.
+	Todo []transcript.Key
+	// Replace holds the trials of Todo that have a transcript to replace.
+	Replace map[transcript.Key]bool
+}
+
+type settingKey struct{ variant, caseID string }
+
+// Setting returns the setting the trial of key runs with.
+func (p *Plan) Setting(key transcript.Key) (int, *shard.Setting) {
+	i, ok := p.settingOf[settingKey{key.Variant, key.Case}]
+	if !ok {
+		i = p.settingOf[settingKey{key.Variant, ""}]
+	}
+	return i, &p.Settings[i]
+}
+
+// Graders returns the graders of a case: the eval's, then the case's own.
+func (p *Plan) Graders(caseID string) []grade.Grader { return p.graders[caseID] }
+
+// Todo returns the trials this attempt runs.
+func (p *Plan) Todo() []transcript.Key {
+	if p.Resume != nil {
+		return p.Resume.Todo
+	}
+	return p.Keys
+}
+
+// NewPlan loads the eval, its datasets and graders, applies the selection
+// (or the stored run's own plan when resuming), checks that every variant
+// can run where the trials run, and resolves every trial's setting. Errors
+// in what the user gave wrap ErrInvalid.
+func NewPlan(ctx context.Context, req Request) (*Plan, error) {
+	var stored transcript.Run
+	path := req.ConfigFile
+	if req.Resume != nil {
+		s := req.Selection
+		if len(s.Variants) > 0 || len(s.Cases) > 0 || s.Trials > 0 || s.Limit > 0 {
+			return nil, invalid(errors.New("--resume runs the run's own plan: drop --variant, --case, --trials and --limit"))
+		}
+		var err error
+		if stored, err = req.Resume.ReadRun(ctx); err != nil {
+			return nil, err
+		}
+		if path == "" {
+			path = stored.ConfigFile
+		}
+	} else if req.RetryErrored {
+		return nil, invalid(errors.New("--retry-errored goes with --resume RUN"))
+	}
+	cfg, err := eval.Load(path, req.Catalog)
+	if err != nil {
+		return nil, invalid(err)
+	}
+	var paths []string
+	for _, d := range cfg.Datasets {
+		paths = append(paths, d.Path)
+	}
+	cases, err := dataset.LoadAll(paths)
+	if err != nil {
+		return nil, invalid(err)
+	}
+	p := &Plan{Config: cfg, Selection: req.Selection}
+	if req.Resume != nil {
+		if stored.ConfigHash != cfg.Hash {
+			return nil, invalid(fmt.Errorf("%w: run %s was made from a config with hash %.12s…, %s now has %.12s…; resume it with the config it ran with", ErrConfigChanged, stored.ID, stored.ConfigHash, cfg.File, cfg.Hash))
+		}
+		// A resumed run keeps its own plan: the cases as they were loaded,
+		// its variants and its trials per case.
+		if cases, err = req.Resume.ReadCases(ctx); err != nil {
+			return nil, fmt.Errorf("reading the run's cases: %w", err)
+		}
+		for _, v := range stored.Variants {
+			if _, ok := cfg.Variants[v]; !ok {
+				return nil, invalid(fmt.Errorf("%w: variant %s is gone from %s", ErrConfigChanged, v, path))
+			}
+		}
+		p.Variants, p.Trials, p.Cases, p.Selection = stored.Variants, stored.Trials, cases, stored.Selection
+	} else if err := p.selectTrials(cases); err != nil {
+		return nil, invalid(err)
+	}
+	p.Results = req.Results
+	if p.Results == "" {
+		p.Results = cfg.Results
+	}
+	if err := p.parseGraders(); err != nil {
+		return nil, invalid(err)
+	}
+	if err := Check(cfg, p.Cases, req.Clients, req.OS, req.ThisMachine, req.CheckClient); err != nil {
+		return nil, invalid(err)
+	}
+	if err := p.resolveSettings(req.Clients); err != nil {
+		return nil, invalid(err)
+	}
+	if err := p.resolveKeys(req); err != nil {
+		return nil, invalid(err)
+	}
+	for _, c := range p.Cases {
+		for _, v := range p.Variants {
+			for i := 1; i <= p.Trials; i++ {
+				p.Keys = append(p.Keys, transcript.Key{Case: c.ID, Variant: v, Trial: i})
+			}
+		}
+	}
+	if req.Resume != nil {
+		r := &Resumed{Store: req.Resume, Record: stored, Replace: map[transcript.Key]bool{}}
+		if err := r.remaining(ctx, p.Keys, req.RetryErrored); err != nil {
+			return nil, err
+		}
+		p.Resume = r
+	}
+	return p, nil
+}
+
+// selectTrials applies the selection to a new run.
+func (p *Plan) selectTrials(cases []dataset.Case) error {
+	s, cfg := p.Selection, p.Config
+	if s.Trials < 0 || s.Limit < 0 {
+		return errors.New("--trials and --limit take a positive number")
+	}
+	cases, err := dataset.Select(cases, s.Cases, s.Limit)
+	if err != nil {
+		return err
+	}
+	variants := cfg.VariantOrder
+	if len(s.Variants) > 0 {
+		for _, v := range s.Variants {
+			if _, ok := cfg.Variants[v]; !ok {
+				return fmt.Errorf("--variant %s: no such variant in %s (it has: %s)", v, cfg.File, strings.Join(cfg.VariantOrder, ", "))
+			}
+		}
+		variants = slices.DeleteFunc(slices.Clone(cfg.VariantOrder), func(v string) bool { return !slices.Contains(s.Variants, v) })
+	}
+	p.Cases, p.Variants, p.Trials = cases, variants, cfg.Trials
+	if s.Trials > 0 {
+		p.Trials = s.Trials
+	}
+	return nil
+}
+
+// parseGraders parses the eval's graders and each case's once; every bad
+// case is reported.
+func (p *Plan) parseGraders() error {
+	global, err := grade.ParseAll(p.Config.Graders)
+	if err != nil {
+		return fmt.Errorf("%s: graders%w", p.Config.File, err)
+	}
+	p.graders = make(map[string][]grade.Grader, len(p.Cases))
+	var bad []error
+	for _, c := range p.Cases {
+		own, err := grade.ParseAll(c.Expect)
+		if err != nil {
+			bad = append(bad, fmt.Errorf("%s: case %q: expect%w", c.Source, c.ID, err))
+			continue
+		}
+		p.graders[c.ID] = append(slices.Clip(global), own...)
+	}
+	return errors.Join(bad...)
+}
+
+// resolveSettings makes the settings: one per variant, one per case that
+// overrides a variant's model or options.
+func (p *Plan) resolveSettings(clients *client.Registry) error {
+	p.settingOf = map[settingKey]int{}
+	base := make(map[string]shard.Setting, len(p.Variants))
+	defs := make(map[string]*client.Definition, len(p.Variants))
+	for _, name := range p.Variants {
+		v := p.Config.Variants[name]
+		def, err := clients.Lookup(v.Client)
+		if err != nil {
+			return fmt.Errorf("%s: variants.%s.client: %w", p.Config.File, name, err)
+		}
+		var list []servers.Server
+		for _, n := range v.Servers {
+			sc := p.Config.Servers[n]
+			s := servers.Server{Name: n, Command: sc.Command, Args: sc.Args, Env: sc.Env, Dir: sc.Cwd, URL: sc.URL, Headers: sc.Headers, StartupTimeout: time.Duration(sc.StartupTimeout)}
+			if over := v.Tools[n]; len(over) > 0 {
+				s.Tools = map[string]servers.ToolOverride{}
+				for tool, ov := range over {
+					s.Tools[tool] = servers.ToolOverride{Description: ov.Description, Hidden: ov.Hidden}
+				}
+			}
+			list = append(list, s)
+		}
+		set := shard.Setting{Variant: name, Client: v.Client, Model: v.Model, Provider: provider.Of(v.Model), Timeout: def.Timeout, Servers: list}
+		own, err := liftOwnOptions(v.ClientOptions)
+		if err != nil {
+			return fmt.Errorf("%s: variants.%s.clientOptions.%w", p.Config.File, name, err)
+		}
+		own.apply(&set)
+		base[name], defs[name] = set, def
+		p.settingOf[settingKey{name, ""}] = len(p.Settings)
+		p.Settings = append(p.Settings, set)
+	}
+	for _, c := range p.Cases {
+		if c.Model == "" && len(c.ClientOptions) == 0 {
+			continue
+		}
+		for _, name := range p.Variants {
+			set := base[name]
+			set.Servers = slices.Clone(set.Servers)
+			if c.Model != "" && c.Model != set.Model {
+				set.Model, set.Provider = c.Model, provider.Of(c.Model)
+			}
+			if len(c.ClientOptions) > 0 {
+				merged, err := mergeOptions(p.Config.Variants[name].ClientOptions, c.ClientOptions)
+				if err != nil {
+					return fmt.Errorf("%s: case %q: clientOptions: %w", c.Source, c.ID, err)
+				}
+				own, err := liftOwnOptions(merged)
+				if err != nil {
+					return fmt.Errorf("%s: case %q: clientOptions.%w", c.Source, c.ID, err)
+				}
+				// The merged options hold the variant's own keys too.
+				set.Timeout, set.KeyEnv = defs[name].Timeout, ""
+				own.apply(&set)
+			}
+			p.settingOf[settingKey{name, c.ID}] = len(p.Settings)
+			p.Settings = append(p.Settings, set)
+		}
+	}
+	return nil
+}
+
+// ownOptions are MST's own keys of clientOptions, lifted out of them.
+type ownOptions struct {
+	rest    json.RawMessage
+	timeout *time.Duration
+	keyEnv  string
+}
+
+func (o ownOptions) apply(s *shard.Setting) {
+	s.Options = o.rest
+	if o.timeout != nil {
+		s.Timeout = *o.timeout
+	}
+	if o.keyEnv != "" {
+		s.KeyEnv = o.keyEnv
+	}
+}
+
+// liftOwnOptions takes timeout and apiKeyEnv out of raw client options: the
+// one place they are read. An error starts with the option's name.
+func liftOwnOptions(raw json.RawMessage) (ownOptions, error) {
+	var o ownOptions
+	if len(raw) == 0 || string(raw) == "null" {
+		return o, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return o, fmt.Errorf(" is not an object: %w", err)
+	}
+	if v, ok := m[client.OptionTimeout]; ok {
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return o, fmt.Errorf("%s: %s is not a duration string (write 90s or 5m)", client.OptionTimeout, v)
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 {
+			return o, fmt.Errorf("%s: %q is not a duration (write 90s or 5m)", client.OptionTimeout, s)
+		}
+		o.timeout = &d
+		delete(m, client.OptionTimeout)
+	}
+	if v, ok := m[client.OptionAPIKeyEnv]; ok {
+		if err := json.Unmarshal(v, &o.keyEnv); err != nil || o.keyEnv == "" {
+			return o, fmt.Errorf("%s: %s is not a variable name", client.OptionAPIKeyEnv, v)
+		}
+		delete(m, client.OptionAPIKeyEnv)
+	}
+	if len(m) > 0 {
+		b, err := json.Marshal(m)
+		if err != nil {
+			return o, err
+		}
+		o.rest = b
+	}
+	return o, nil
+}
+
+// mergeOptions lays a case's client options over a variant's: the keys of
+// over replace those of base.
+func mergeOptions(base, over json.RawMessage) (json.RawMessage, error) {
+	m := map[string]json.RawMessage{}
+	for _, raw := range []json.RawMessage{base, over} {
+		if len(raw) == 0 || string(raw) == "null" {
+			continue
+		}
+		var part map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &part); err != nil {
+			return nil, err
+		}
+		for k, v := range part {
+			m[k] = v
+		}
+	}
+	return json.Marshal(m)
+}
+
+// resolveKeys lists the key variables the run's clients read, and adds
+// those set in MST's environment to the secrets (the secrets file wins).
+// Like the file's values, they are redacted from everything stored.
+func (p *Plan) resolveKeys(req Request) error {
+	var names []string
+	add := func(n string) {
+		if n != "" && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	for _, set := range p.Settings {
+		def, err := req.Clients.Lookup(set.Client)
+		if err != nil {
+			return err
+		}
+		for _, n := range def.KeyVars {
+			add(n)
+		}
+		if def.ProviderKeys {
+			if set.KeyEnv != "" {
+				add(set.KeyEnv)
+			} else if req.Providers != nil {
+				if pd, err := req.Providers.Lookup(set.Provider); err == nil {
+					add(pd.KeyVar)
+				}
+			}
+		}
+	}
+	p.KeyVars = names
+	if req.Secrets == nil {
+		return nil
+	}
+	for _, name := range names {
+		value := req.Env[name]
+		if value == "" {
+			continue
+		}
+		if _, inFile := req.Secrets.Get(name); inFile {
+			continue
+		}
+		if err := req.Secrets.Add(name, value); err != nil {
+			return fmt.Errorf("environment variable %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// remaining finds the planned trials without a valid transcript.
+func (r *Resumed) remaining(ctx context.Context, planned []transcript.Key, retryErrored bool) error {
+	status := map[transcript.Key]string{}
+	err := r.Store.Grades(ctx, func(g grade.TrialGrade) error {
+		status[g.Key] = g.Trial.Status
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	keys, err := r.Store.Keys(ctx)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		st, graded := status[k]
+		if !graded || st == "" {
+			// No grade says how it ended (a crash before grading, or a
+			// run from before grades held it): read the transcript.
+			t, err := r.Store.ReadTranscript(ctx, k)
+			if err != nil {
+				return err
+			}
+			st = t.Outcome.Status
+		}
+		status[k] = st
+	}
+	have := map[transcript.Key]bool{}
+	for _, k := range keys {
+		have[k] = true
+	}
+	for _, k := range planned {
+		if !have[k] {
+			r.Todo = append(r.Todo, k)
+			continue
+		}
+		switch status[k] {
+		case transcript.Cancelled:
+		case transcript.Errored:
+			if !retryErrored {
+				continue
+			}
+		default:
+			continue
+		}
+		r.Todo = append(r.Todo, k)
+		r.Replace[k] = true
+	}
+	return nil
+}

@@ -1,0 +1,575 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/mst-eval/mst/dataset"
+	"github.com/mst-eval/mst/grade"
+	"github.com/mst-eval/mst/internal/atomicfile"
+	"github.com/mst-eval/mst/secrets"
+	"github.com/mst-eval/mst/transcript"
+)
+
+// The files of a run folder. Only this file knows them.
+const (
+	runFile        = "run.json"
+	casesFile      = "cases.jsonl"
+	gradersFile    = "graders.json"
+	gradesFile     = "grades.jsonl"
+	oldGradesFile  = "grades.json" // runs before grades were appended
+	transcriptsDir = "transcripts"
+	configBase     = "eval"
+)
+
+// Dir is the directory store: one folder per run under Root.
+//
+//	ROOT/RUN-ID/run.json                       the run record (transcript.Run)
+//	ROOT/RUN-ID/eval.yaml                      the config file the run was made from
+//	ROOT/RUN-ID/cases.jsonl                    the cases, as loaded
+//	ROOT/RUN-ID/graders.json                   the eval's graders, as written
+//	ROOT/RUN-ID/transcripts/VARIANT/CASE.tN.json   one transcript per trial
+//	ROOT/RUN-ID/grades.jsonl                   one grade per line, appended
+//
+// VARIANT and CASE are escaped (url.PathEscape, "." and ".." as %2E), so any
+// id is a safe name and distinct ids stay distinct; one too long for a file
+// name is split into folders (see segments). Runs of older versions may
+// hold grades.json instead of grades.jsonl, and no graders.json.
+type Dir struct {
+	Root string
+}
+
+// Location is the store's folder.
+func (d Dir) Location() string { return d.Root }
+
+// Create makes ROOT/id.
+func (d Dir) Create(ctx context.Context, id string, redact *secrets.Redactor) (Run, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(d.Root, 0o755); err != nil {
+		return nil, fmt.Errorf("creating the results folder %s: %w", d.Root, err)
+	}
+	dir := filepath.Join(d.Root, id)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("creating run %s: %s already exists", id, dir)
+		}
+		return nil, fmt.Errorf("creating the run folder: %w", err)
+	}
+	return OpenDir(dir, redact), nil
+}
+
+// Open opens ROOT/id.
+func (d Dir) Open(ctx context.Context, id string, redact *secrets.Redactor) (Run, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	return OpenRunDir(filepath.Join(d.Root, id), redact)
+}
+
+func checkID(id string) error {
+	if id == "" || id == "." || id == ".." || strings.ContainsAny(id, `/\`) {
+		return fmt.Errorf("%q is not a run id", id)
+	}
+	return nil
+}
+
+// OpenRunDir opens the stored run in the folder dir: one that has a
+// run.json.
+func OpenRunDir(dir string, redact *secrets.Redactor) (*DirRun, error) {
+	if _, err := os.Stat(filepath.Join(dir, runFile)); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s: not a run folder (it has no %s): %w; give the folder mst run printed, e.g. mst-results/<run-id>", dir, runFile, ErrNotFound)
+		}
+		return nil, err
+	}
+	return OpenDir(dir, redact), nil
+}
+
+// OpenDir returns the run kept in the folder dir, which need not hold
+// anything yet: a worker writes its shard's transcripts into one.
+func OpenDir(dir string, redact *secrets.Redactor) *DirRun {
+	return &DirRun{dir: dir, redact: redact}
+}
+
+// DirRun is a run kept in a folder.
+type DirRun struct {
+	dir    string
+	redact *secrets.Redactor
+	// mu serializes appends to the grades file.
+	mu sync.Mutex
+}
+
+// ID is the folder's name.
+func (r *DirRun) ID() string { return filepath.Base(r.dir) }
+
+// Location is the run's folder.
+func (r *DirRun) Location() string { return r.dir }
+
+func (r *DirRun) path(name string) string { return filepath.Join(r.dir, filepath.FromSlash(name)) }
+
+func (r *DirRun) write(name string, data []byte) error {
+	return atomicfile.Write(r.path(name), r.redact.Bytes(data))
+}
+
+func (r *DirRun) writeJSON(name string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return r.write(name, append(b, '\n'))
+}
+
+func (r *DirRun) readJSON(name string, v any) error {
+	b, err := os.ReadFile(r.path(name))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%s: %w", r.path(name), ErrNotFound)
+		}
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", r.path(name), err)
+	}
+	return nil
+}
+
+// WriteRun writes run.json.
+func (r *DirRun) WriteRun(ctx context.Context, rec transcript.Run) error {
+	return r.writeJSON(runFile, rec)
+}
+
+// ReadRun reads run.json.
+func (r *DirRun) ReadRun(ctx context.Context) (transcript.Run, error) {
+	var rec transcript.Run
+	err := r.readJSON(runFile, &rec)
+	return rec, err
+}
+
+// WriteConfig writes eval.yaml (or eval.json, after name's extension).
+func (r *DirRun) WriteConfig(ctx context.Context, name string, data []byte) error {
+	ext := ".yaml"
+	if strings.EqualFold(filepath.Ext(name), ".json") {
+		ext = ".json"
+	}
+	return r.write(configBase+ext, data)
+}
+
+// WriteCases writes cases.jsonl.
+func (r *DirRun) WriteCases(ctx context.Context, cases []dataset.Case) error {
+	var b bytes.Buffer
+	for _, c := range cases {
+		line, err := json.Marshal(c)
+		if err != nil {
+			return err
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	return r.write(casesFile, b.Bytes())
+}
+
+// ReadCases reads cases.jsonl.
+func (r *DirRun) ReadCases(ctx context.Context) ([]dataset.Case, error) {
+	f, err := os.Open(r.path(casesFile))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s: %w", r.path(casesFile), ErrNotFound)
+		}
+		return nil, err
+	}
+	defer f.Close()
+	var cases []dataset.Case
+	err = eachLine(f, func(line []byte, last bool) error {
+		// Numbers in metadata are json.Number, as the dataset loaders give them.
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.UseNumber()
+		var c dataset.Case
+		if err := dec.Decode(&c); err != nil {
+			return fmt.Errorf("%s: %w", f.Name(), err)
+		}
+		cases = append(cases, c)
+		return nil
+	})
+	return cases, err
+}
+
+// WriteGraders writes graders.json.
+func (r *DirRun) WriteGraders(ctx context.Context, specs []json.RawMessage) error {
+	if specs == nil {
+		specs = []json.RawMessage{}
+	}
+	return r.writeJSON(gradersFile, specs)
+}
+
+// ReadGraders reads graders.json; a run without one has no graders.
+func (r *DirRun) ReadGraders(ctx context.Context) ([]json.RawMessage, error) {
+	var specs []json.RawMessage
+	if err := r.readJSON(gradersFile, &specs); err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	return specs, nil
+}
+
+// transcriptPath is where the transcript of k lives, relative to the run
+// folder. Case ids and variant names are escaped so that any id makes a
+// safe file name and distinct ids stay distinct.
+func transcriptPath(k transcript.Key) string {
+	return transcriptsDir + "/" + segments(escape(k.Variant), "") + "/" + segments(escape(k.Case), ".t"+strconv.Itoa(k.Trial)+".json")
+}
+
+func escape(s string) string {
+	e := url.PathEscape(s) // escapes "/" and "%", so distinct ids stay distinct
+	if e == "." || e == ".." {
+		e = strings.ReplaceAll(e, ".", "%2E")
+	}
+	return e
+}
+
+// A file or folder name is at most 255 bytes on most file systems. An
+// escaped name longer than that (a case id of 30 CJK characters escapes to
+// 270 bytes) is split into folders of at most chunkLen bytes, each but the
+// last marked by a trailing "%", which an escaped name never ends with.
+// Names that fit keep the layout of older runs.
+const (
+	maxName  = 255
+	chunkLen = 200
+)
+
+// segments returns the escaped name e, followed by suffix, as one file or
+// folder name, or as several slash-separated ones when it is too long.
+func segments(e, suffix string) string {
+	if len(e)+len(suffix) <= maxName {
+		return e + suffix
+	}
+	var b strings.Builder
+	for len(e) > chunkLen {
+		cut := chunkLen
+		if i := strings.LastIndexByte(e[cut-2:cut], '%'); i >= 0 {
+			cut = cut - 2 + i // keep an escape "%XX" in one piece
+		}
+		b.WriteString(e[:cut])
+		b.WriteString("%/")
+		e = e[cut:]
+	}
+	if e == "." || e == ".." { // a last piece must not name the folder itself or its parent
+		e = strings.ReplaceAll(e, ".", "%2E")
+	}
+	b.WriteString(e)
+	b.WriteString(suffix)
+	return b.String()
+}
+
+// keyOf reads a key back from a transcript's path relative to the
+// transcripts folder ("VARIANT/CASE.tN.json", long names split in pieces).
+// A name that is not the one transcriptPath gives its key is someone
+// else's file, not a transcript.
+func keyOf(rel string) (transcript.Key, bool) {
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	// join takes the pieces of one name off the front of parts.
+	join := func() (string, bool) {
+		var b strings.Builder
+		for len(parts) > 0 {
+			p := parts[0]
+			parts = parts[1:]
+			if s, ok := strings.CutSuffix(p, "%"); ok {
+				b.WriteString(s)
+				continue
+			}
+			b.WriteString(p)
+			return b.String(), true
+		}
+		return "", false
+	}
+	variant, ok1 := join()
+	file, ok2 := join()
+	if !ok1 || !ok2 || len(parts) > 0 || !strings.HasSuffix(file, ".json") {
+		return transcript.Key{}, false
+	}
+	file = strings.TrimSuffix(file, ".json")
+	i := strings.LastIndex(file, ".t")
+	if i < 0 {
+		return transcript.Key{}, false
+	}
+	n, err := strconv.Atoi(file[i+2:])
+	if err != nil || n < 1 {
+		return transcript.Key{}, false
+	}
+	v, err1 := url.PathUnescape(variant)
+	c, err2 := url.PathUnescape(file[:i])
+	if err1 != nil || err2 != nil {
+		return transcript.Key{}, false
+	}
+	k := transcript.Key{Case: c, Variant: v, Trial: n}
+	if transcriptPath(k) != transcriptsDir+"/"+filepath.ToSlash(rel) {
+		return transcript.Key{}, false
+	}
+	return k, true
+}
+
+func (r *DirRun) encodeTranscript(t *transcript.Transcript) ([]byte, error) {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil, err
+	}
+	return r.redact.Bytes(append(b, '\n')), nil
+}
+
+// WriteTranscript writes the transcript's file, failing with ErrExists when
+// there is one: the file is linked into place, which fails when the name is
+// taken, so two writers of one trial cannot both win.
+func (r *DirRun) WriteTranscript(ctx context.Context, t *transcript.Transcript) (string, error) {
+	rel := transcriptPath(t.Key)
+	b, err := r.encodeTranscript(t)
+	if err != nil {
+		return "", err
+	}
+	if err := atomicfile.Create(r.path(rel), b); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("%s: %w", r.path(rel), ErrExists)
+		}
+		return "", err
+	}
+	return rel, nil
+}
+
+// ReplaceTranscript writes the transcript's file, replacing any.
+func (r *DirRun) ReplaceTranscript(ctx context.Context, t *transcript.Transcript) (string, error) {
+	rel := transcriptPath(t.Key)
+	b, err := r.encodeTranscript(t)
+	if err != nil {
+		return "", err
+	}
+	return rel, atomicfile.Write(r.path(rel), b)
+}
+
+// ReadTranscript reads the transcript of key.
+func (r *DirRun) ReadTranscript(ctx context.Context, key transcript.Key) (*transcript.Transcript, error) {
+	p := r.path(transcriptPath(key))
+	b, err := os.ReadFile(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("transcript of %s: %w", key, ErrNotFound)
+		}
+		return nil, err
+	}
+	t, err := transcript.Decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	return t, nil
+}
+
+// walk calls fn with the key and path of every transcript file.
+func (r *DirRun) walk(ctx context.Context, fn func(k transcript.Key, path string) error) error {
+	root := r.path(transcriptsDir)
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && path == root {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() {
+			return nil // (a temporary file's name does not end in .json)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		k, ok := keyOf(rel)
+		if !ok {
+			return nil // not a transcript's name: someone else's file
+		}
+		return fn(k, path)
+	})
+}
+
+// Keys lists the transcripts' keys from their file names.
+func (r *DirRun) Keys(ctx context.Context) ([]transcript.Key, error) {
+	var keys []transcript.Key
+	err := r.walk(ctx, func(k transcript.Key, _ string) error {
+		keys = append(keys, k)
+		return nil
+	})
+	return keys, err
+}
+
+// Transcripts reads every transcript, one at a time.
+func (r *DirRun) Transcripts(ctx context.Context, fn func(*transcript.Transcript) error) error {
+	return r.walk(ctx, func(_ transcript.Key, path string) error {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		t, err := transcript.Decode(b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		return fn(t)
+	})
+}
+
+// AppendGrades appends one line per grade to grades.jsonl, in one write.
+func (r *DirRun) AppendGrades(ctx context.Context, gs ...grade.TrialGrade) error {
+	if len(gs) == 0 {
+		return nil
+	}
+	var b bytes.Buffer
+	for _, g := range gs {
+		line, err := json.Marshal(g)
+		if err != nil {
+			return err
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	data := r.redact.Bytes(b.Bytes())
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f, err := os.OpenFile(r.path(gradesFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("appending grades: %w", err)
+	}
+	if err := repairTornEnd(f); err != nil {
+		f.Close()
+		return fmt.Errorf("appending grades: %w", err)
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("appending grades to %s: %w", r.path(gradesFile), err)
+	}
+	return nil
+}
+
+// repairTornEnd ends the file with a newline when a crash left its last
+// line half written, so the next line starts on a line of its own (the
+// torn one is then skipped as unreadable).
+func repairTornEnd(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 {
+		return err
+	}
+	last := make([]byte, 1)
+	if _, err := f.ReadAt(last, st.Size()-1); err != nil {
+		// Opened write-only: reopen to read.
+		rf, err := os.Open(f.Name())
+		if err != nil {
+			return err
+		}
+		defer rf.Close()
+		if _, err := rf.ReadAt(last, st.Size()-1); err != nil {
+			return err
+		}
+	}
+	if last[0] != '\n' {
+		_, err = f.Write([]byte{'\n'})
+	}
+	return err
+}
+
+// Grades reads grades.json (the form of older runs), then grades.jsonl,
+// and calls fn for the latest grade of every key. It reads grades.jsonl
+// twice, keeping only the line number of each key's latest grade in memory,
+// so the grades themselves are streamed. A line that does not parse (a torn
+// last line after a crash) is skipped.
+func (r *DirRun) Grades(ctx context.Context, fn func(grade.TrialGrade) error) error {
+	var old struct {
+		Trials []grade.TrialGrade `json:"trials"`
+	}
+	if err := r.readJSON(oldGradesFile, &old); err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	// latest maps each key to the number of its latest line in
+	// grades.jsonl (from 1), or to 0 when only grades.json has it.
+	latest := map[transcript.Key]int{}
+	for _, g := range old.Trials {
+		latest[g.Key] = 0
+	}
+	pass := func(fn func(n int, g grade.TrialGrade) error) error {
+		f, err := os.Open(r.path(gradesFile))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		n := 0
+		err = eachLine(f, func(line []byte, last bool) error {
+			n++
+			var g grade.TrialGrade
+			if json.Unmarshal(line, &g) != nil || g.Case == "" {
+				return nil
+			}
+			return fn(n, g)
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.Name(), err)
+		}
+		return nil
+	}
+	if err := pass(func(n int, g grade.TrialGrade) error {
+		latest[g.Key] = n
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, g := range old.Trials {
+		if latest[g.Key] == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := fn(g); err != nil {
+				return err
+			}
+		}
+	}
+	return pass(func(n int, g grade.TrialGrade) error {
+		if latest[g.Key] != n {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fn(g)
+	})
+}
+
+// eachLine calls fn for every non-empty line of rd, however long.
+func eachLine(rd io.Reader, fn func(line []byte, last bool) error) error {
+	br := bufio.NewReaderSize(rd, 64<<10)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			if ferr := fn(bytes.TrimRight(line, "\r\n"), err != nil); ferr != nil {
+				return ferr
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
