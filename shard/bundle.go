@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mst-eval/mst/dataset"
+	"github.com/mst-eval/mst/internal/atomicfile"
 	"github.com/mst-eval/mst/servers"
 	"github.com/mst-eval/mst/transcript"
 )
@@ -78,17 +79,16 @@ func (b *Bundle) Keys() []transcript.Key {
 	return out
 }
 
-// WriteBundle writes b into the folder dir (made if needed).
+// WriteBundle writes b into the folder dir (made if needed), atomically,
+// with this MST's bundle format.
 func WriteBundle(dir string, b *Bundle) error {
-	b.Format = BundleFormat
-	data, err := json.Marshal(b)
+	c := *b
+	c.Format = BundleFormat
+	data, err := json.Marshal(&c)
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, bundleFile), data, 0o600)
+	return atomicfile.Write(filepath.Join(dir, bundleFile), data)
 }
 
 // ReadBundle reads the bundle in the folder dir and checks that it is whole.

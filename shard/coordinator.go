@@ -229,14 +229,18 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 	}
 }
 
-// fetch copies one transcript back, trying twice. It runs on a context of
-// its own: a trial reported after Ctrl-C is still worth keeping.
+// fetch copies one transcript back, trying twice, each try bounded by
+// CopyBackTimeout. It runs on a context of its own: a trial reported after
+// Ctrl-C is still worth keeping.
 func (c *Coordinator) fetch(ctx context.Context, fetch Fetch, path string, logger *slog.Logger, shard int, trial string) ([]byte, bool) {
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CopyBackTimeout)
-	defer cancel()
-	data, err := fetch(fctx, path)
+	try := func() ([]byte, error) {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CopyBackTimeout)
+		defer cancel()
+		return fetch(fctx, path)
+	}
+	data, err := try()
 	if err != nil {
-		data, err = fetch(fctx, path)
+		data, err = try()
 	}
 	if err != nil {
 		logger.Warn("copying a transcript back failed twice; the trial stays missing", "shard", shard, "trial", trial, "err", err)

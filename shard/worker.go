@@ -60,6 +60,9 @@ type Worker struct {
 // writing protocol messages to out (nothing else). It returns when every
 // trial has ended or a cancel arrived and in-flight trials ended.
 func (w *Worker) Run(ctx context.Context, b *Bundle, in io.Reader, out io.Writer) error {
+	if err := b.check(); err != nil {
+		return fmt.Errorf("the bundle: %w", err)
+	}
 	enc := NewEncoder(out)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

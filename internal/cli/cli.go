@@ -20,14 +20,51 @@ import (
 // -ldflags "-X github.com/mst-eval/mst/internal/cli.Version=…".
 var Version = "0.1.0-dev"
 
-// Exit codes.
+// ExitCode is mst's exit status. Each value has one meaning, listed by
+// ExitCodes; an error gets its code where it is made (withCode), never by
+// reading its words.
+type ExitCode int
+
+// The exit codes.
 const (
-	ExitOK          = 0
-	ExitFailure     = 1 // the command could not do its work
-	ExitUsage       = 2 // bad flags, or a config or dataset that does not validate
-	ExitPartial     = 3 // the run finished partial: trials are missing (mst run --resume finishes it)
-	ExitInterrupted = 130
+	ExitOK          ExitCode = 0
+	ExitFailure     ExitCode = 1
+	ExitUsage       ExitCode = 2
+	ExitPartial     ExitCode = 3
+	ExitInterrupted ExitCode = 130
 )
+
+// Meaning says in words what the code means.
+func (c ExitCode) Meaning() string {
+	switch c {
+	case ExitOK:
+		return "the command did its work (for mst run: the run is complete, whatever its pass rate)"
+	case ExitFailure:
+		return "the command could not do its work"
+	case ExitUsage:
+		return "bad flags or arguments, or a config or dataset that does not validate"
+	case ExitPartial:
+		return "the run finished partial: trials are missing (finish it with mst run --resume RUN)"
+	case ExitInterrupted:
+		return "interrupted (Ctrl-C); what finished is kept"
+	}
+	return "unknown"
+}
+
+// ExitCodes lists every exit code in order.
+func ExitCodes() []ExitCode {
+	return []ExitCode{ExitOK, ExitFailure, ExitUsage, ExitPartial, ExitInterrupted}
+}
+
+// exitCodesHelp is the "Exit codes" section of a command's help.
+func exitCodesHelp() string {
+	var b strings.Builder
+	b.WriteString("Exit codes:\n")
+	for _, c := range ExitCodes() {
+		fmt.Fprintf(&b, "  %-4d %s\n", int(c), c.Meaning())
+	}
+	return b.String()
+}
 
 // Stdio is the process's standard streams and environment.
 type Stdio struct {
@@ -44,14 +81,14 @@ func OSStdio() Stdio {
 
 // exitError carries an exit code to Main.
 type exitError struct {
-	code int
+	code ExitCode
 	err  error
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-func withCode(code int, err error) error {
+func withCode(code ExitCode, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -67,17 +104,40 @@ func Main(ctx context.Context, args []string, stdio Stdio) int {
 	root.SetErr(stdio.Err)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
-		return ExitOK
+		return int(ExitOK)
 	}
 	fmt.Fprintf(stdio.Err, "mst: %s\n", strings.TrimRight(err.Error(), "\n"))
 	var ee *exitError
 	if errors.As(err, &ee) {
-		return ee.code
+		return int(ee.code)
 	}
-	if strings.Contains(err.Error(), "unknown command") || strings.Contains(err.Error(), "flag") || strings.Contains(err.Error(), "arg(s)") {
-		return ExitUsage
+	return int(ExitFailure)
+}
+
+// usageErrors makes every error cobra finds in a command line (an unknown
+// command or flag, a wrong number of arguments) exit with ExitUsage: the
+// code is set where cobra makes the error.
+func usageErrors(c *cobra.Command) {
+	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(ExitUsage, err) })
+	if c.HasSubCommands() {
+		// A group command runs only to refuse what is not one of its
+		// commands, or to show its help.
+		c.Args = func(cmd *cobra.Command, a []string) error {
+			if len(a) > 0 {
+				return fmt.Errorf("unknown command %q for %q; see %s --help", a[0], cmd.CommandPath(), cmd.CommandPath())
+			}
+			return nil
+		}
+		if c.RunE == nil && c.Run == nil {
+			c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		}
 	}
-	return ExitFailure
+	if args := c.Args; args != nil {
+		c.Args = func(cmd *cobra.Command, a []string) error { return withCode(ExitUsage, args(cmd, a)) }
+	}
+	for _, sub := range c.Commands() {
+		usageErrors(sub)
+	}
 }
 
 func newRoot(stdio Stdio) *cobra.Command {
@@ -108,6 +168,7 @@ Start with the quickstart, which runs offline with no keys:
 		newClientsCmd(stdio),
 		newRunnerCmd(stdio),
 	)
+	usageErrors(root)
 	return root
 }
 

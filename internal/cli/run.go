@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -51,14 +53,13 @@ Select a subset without editing the config with --variant, --case, --trials
 and --limit.
 
 Clients get, as environment variables, the KEY=value lines of --secrets-file
-and, from MST's own environment, only the provider keys: ANTHROPIC_API_KEY,
-OPENAI_API_KEY, CODEX_API_KEY, GEMINI_API_KEY and any variable a variant
-names with clientOptions.apiKeyEnv (the file wins when both set one). Every one of these values is replaced by
-[redacted:KEY] in everything the run stores and prints.
+and, from MST's own environment, only the key variables the run's clients
+read: ` + wrapList(keyVarNames(), ", ") + `, and any variable a
+variant names with clientOptions.apiKeyEnv (the file wins when both set one).
+Every one of these values is replaced by [redacted:KEY] in everything the run
+stores and prints.
 
-Exit codes: 0 the run is complete (whatever its pass rate); 1 it could not
-run; 2 bad flags or a config that does not validate; 3 the run is partial
-(a worker was lost, say): finish it with --resume; 130 interrupted.`,
+` + exitCodesHelp(),
 		Example: `  mst run examples/quickstart/eval.yaml
   mst run eval.yaml --variant clear --limit 3 --trials 1
   mst run eval.yaml --case forecast-oslo --case alerts-north-sea --json > report.json
@@ -89,7 +90,7 @@ run; 2 bad flags or a config that does not validate; 3 the run is partial
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON on stdout (progress still goes to stderr)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log details on stderr")
 	fl.StringVar(&f.secretsFile, "secrets-file", "", "file of KEY=value lines given to clients as environment variables and redacted from everything stored")
-	fl.StringVar(&f.runner, "runner", "local", "where trials run: local, processes, docker, ssh or gcloud (mst runner list)")
+	fl.StringVar(&f.runner, "runner", "local", "where trials run: "+strings.Join(builtin.Runners().Names(), ", ")+" (mst runner list)")
 	fl.StringArrayVar(&f.runnerOptions, "runner-option", nil, "runner setting as key=value (repeat): shards=N, keep=never|failed|always, and the runner's own")
 	fl.StringVar(&f.resume, "resume", "", "continue a stored run (its folder or id): run only its missing and cancelled trials into it")
 	fl.BoolVar(&f.retryErrored, "retry-errored", false, "with --resume, also run again the trials that errored")
@@ -201,6 +202,44 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 		return withCode(ExitPartial, fmt.Errorf("the run is partial (%d missing, %d cancelled of %d trials): finish it with mst run --resume %s", c.Missing, c.Cancelled, c.Planned, out.Run.ID))
 	}
 	return nil
+}
+
+// keyVarNames lists every key variable a built-in client or provider
+// reads, for help texts.
+func keyVarNames() []string {
+	names := builtin.Providers().KeyVars()
+	clients := builtin.Clients()
+	for _, n := range clients.Names() {
+		d, _ := clients.Lookup(n)
+		for _, v := range d.KeyVars {
+			if !slices.Contains(names, v) {
+				names = append(names, v)
+			}
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// wrapList joins items with sep, breaking lines before 78 columns.
+func wrapList(items []string, sep string) string {
+	var b strings.Builder
+	col := 0
+	for i, it := range items {
+		if i > 0 {
+			b.WriteString(strings.TrimRight(sep, " "))
+			if col+len(sep)+len(it) > 72 {
+				b.WriteString("\n")
+				col = 0
+			} else {
+				b.WriteString(" ")
+				col += len(sep)
+			}
+		}
+		b.WriteString(it)
+		col += len(it)
+	}
+	return b.String()
 }
 
 // redactedError shows an error with every secret value replaced, while

@@ -76,10 +76,10 @@ func TestRunnerSetupAndCleanupUsage(t *testing.T) {
 		out, err string
 	}{
 		{[]string{"runner", "setup", "local"}, 0, "the local runner needs no setup", ""},
-		{[]string{"runner", "setup", "dokcer"}, cli.ExitUsage, "", `unknown runner "dokcer" (known: `},
-		{[]string{"runner", "setup", "docker", "--runner-option", "imagee=x"}, cli.ExitUsage, "", "imagee"},
-		{[]string{"runner", "cleanup", "--runner-option", "image=x"}, cli.ExitUsage, "", "--runner-option needs --runner NAME"},
-		{[]string{"runner", "cleanup", "some-run", "--runner", "nope"}, cli.ExitUsage, "", "unknown runner"},
+		{[]string{"runner", "setup", "dokcer"}, int(cli.ExitUsage), "", `unknown runner "dokcer" (known: `},
+		{[]string{"runner", "setup", "docker", "--runner-option", "imagee=x"}, int(cli.ExitUsage), "", "imagee"},
+		{[]string{"runner", "cleanup", "--runner-option", "image=x"}, int(cli.ExitUsage), "", "--runner-option needs --runner NAME"},
+		{[]string{"runner", "cleanup", "some-run", "--runner", "nope"}, int(cli.ExitUsage), "", "unknown runner"},
 		{[]string{"runner", "cleanup", "some-run", "--runner", "processes"}, 0, "run some-run left no machine behind", ""},
 	} {
 		code, out, errOut := mstRun(t, tc.args...)

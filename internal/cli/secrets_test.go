@@ -196,8 +196,8 @@ graders:
 	// An error message that would quote a secret shows it redacted.
 	stderr.Reset()
 	args = append(args, "--variant", echoCanary)
-	if code := cli.Main(t.Context(), args, cli.Stdio{In: strings.NewReader(""), Out: io.Discard, Err: &stderr}); code != cli.ExitUsage {
-		t.Errorf("mst run --variant <secret> exited %d, want %d", code, cli.ExitUsage)
+	if code := cli.Main(t.Context(), args, cli.Stdio{In: strings.NewReader(""), Out: io.Discard, Err: &stderr}); code != int(cli.ExitUsage) {
+		t.Errorf("mst run --variant <secret> exited %d, want %d", code, int(cli.ExitUsage))
 	}
 	if got := stderr.String(); strings.Contains(got, echoCanary) || !strings.Contains(got, "--variant [redacted:ECHO_TOKEN]: no such variant") {
 		t.Errorf("mst run --variant <secret> printed %q, want the error with the value redacted", got)

@@ -229,8 +229,8 @@ limits: {concurrency: 4}
 	}
 	g.release("HOLD-other")
 	res := <-done
-	if res.code != cli.ExitPartial {
-		t.Fatalf("mst run with a killed worker exited %d, want %d (a partial run)\n%s", res.code, cli.ExitPartial, res.stderr)
+	if res.code != int(cli.ExitPartial) {
+		t.Fatalf("mst run with a killed worker exited %d, want %d (a partial run)\n%s", res.code, int(cli.ExitPartial), res.stderr)
 	}
 	runDir := onlyRunFolder(t, results)
 	rec := readRunJSON(t, runDir)

@@ -24,7 +24,8 @@
 //  1. the next pending Fault of the Script (an error in the format's own
 //     shape, with retry-after headers that make SDK retries immediate);
 //  2. a 400 error if the body is not what the format requires;
-//  3. the Turn of the matching Conversation, after waiting Script.Latency.
+//  3. the Turn of the matching Conversation, once Script.Gate (if any) has
+//     opened and after waiting Script.Latency.
 //
 // The Conversation is chosen by the conversation's first user text
 // (Request.FirstUserText), and the Turn by how many model turns the history

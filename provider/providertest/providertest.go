@@ -28,8 +28,13 @@ type Script struct {
 	Faults []Fault
 	// Latency is waited before every scripted answer (not before faults or
 	// errors), so that concurrent requests overlap. A client that goes away
-	// ends the wait.
+	// ends the wait. A test of concurrency should use Gate instead, which
+	// waits for the overlap itself rather than a time.
 	Latency time.Duration
+	// Gate, when its Conversations is set, holds scripted answers until
+	// that many Conversations have a request in flight at once (see Gate).
+	// It is applied before Latency.
+	Gate Gate
 }
 
 // Conversation is the scripted model side of one conversation.
@@ -145,6 +150,7 @@ type Server struct {
 	// hold, when set, is called while a scripted answer is in flight, before
 	// Latency; tests of this package use it to make requests overlap.
 	hold func(ctx context.Context)
+	gate *gate // nil without Script.Gate
 
 	mu          sync.Mutex
 	requests    []Request
@@ -168,6 +174,7 @@ func newServer(t testing.TB, s Script, hold func(ctx context.Context)) *Server {
 		faults:  append([]Fault(nil), s.Faults...),
 		latency: s.Latency,
 		hold:    hold,
+		gate:    newGate(s.Gate),
 		ids:     map[string]int{},
 	}
 	for i, c := range s.Conversations {
@@ -186,6 +193,7 @@ func newServer(t testing.TB, s Script, hold func(ctx context.Context)) *Server {
 	hs := httptest.NewServer(http.HandlerFunc(srv.serveHTTP))
 	srv.URL = hs.URL
 	t.Cleanup(hs.Close)
+	t.Cleanup(srv.gate.stop) // runs first: held requests end before Close waits for them
 	return srv
 }
 
@@ -313,6 +321,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 	if s.hold != nil {
 		s.hold(r.Context())
+	}
+	if !s.gate.wait(r.Context(), s.conversationIndex(p.firstUserText)) {
+		return
 	}
 	if s.latency > 0 {
 		timer := time.NewTimer(s.latency)

@@ -114,12 +114,21 @@ func (s *Server) answerFor(p parsed) answer {
 }
 
 func (s *Server) conversation(firstUserText string) []compiledTurn {
-	for i, m := range s.matches {
-		if strings.Contains(firstUserText, m) {
-			return s.turns[i]
-		}
+	if i := s.conversationIndex(firstUserText); i >= 0 {
+		return s.turns[i]
 	}
 	return nil
+}
+
+// conversationIndex is the index of the Conversation that answers a
+// conversation whose first user text is firstUserText, or -1.
+func (s *Server) conversationIndex(firstUserText string) int {
+	for i, m := range s.matches {
+		if strings.Contains(firstUserText, m) {
+			return i
+		}
+	}
+	return -1
 }
 
 // resolveTool finds the offered tool a scripted call means (see Call.Tool)
