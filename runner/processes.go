@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mst-eval/mst/internal/atomicfile"
 	"github.com/mst-eval/mst/internal/proctree"
 )
 
@@ -171,25 +172,7 @@ func copyFile(src, dst string, perm fs.FileMode) error {
 		return err
 	}
 	defer in.Close()
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(dst), ".tmp-copy-*")
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(tmp, in)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), perm)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), dst)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
+	if err := atomicfile.WriteFrom(dst, in, perm); err != nil {
 		return fmt.Errorf("copying %s: %w", src, err)
 	}
 	return nil

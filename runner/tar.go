@@ -10,6 +10,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/mst-eval/mst/internal/atomicfile"
 )
 
 // WriteTar writes the folder localDir as a tar stream whose entries sit
@@ -123,27 +125,5 @@ func ReadTar(r io.Reader, localPath string) error {
 // writeFileAtomic writes r to path through a temporary file in the same
 // folder, making the folder when it is missing.
 func writeFileAtomic(path string, r io.Reader, perm fs.FileMode) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, ".tmp-copy-*")
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(tmp, r)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), perm)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.WriteFrom(path, r, perm)
 }

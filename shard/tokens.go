@@ -35,6 +35,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mst-eval/mst/internal/atomicfile"
 	"github.com/mst-eval/mst/secrets"
 )
 
@@ -294,24 +295,7 @@ func (k *workerTokens) writeLocked(name, value string) error {
 	}
 	// Names are shell variable names (the Set checked), so they are
 	// plain file names.
-	f, err := os.CreateTemp(k.dir, "."+name+".*")
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(value)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o600)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), filepath.Join(k.dir, name))
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
+	return atomicfile.WriteFrom(filepath.Join(k.dir, name), strings.NewReader(value), 0o600)
 }
 
 // runTokensDir is the tokens folder on a worker machine whose /run (or

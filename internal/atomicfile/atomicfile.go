@@ -10,7 +10,10 @@
 package atomicfile
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"unicode/utf8"
@@ -19,7 +22,13 @@ import (
 // Write writes data to path, replacing any file there, creating the folder
 // when needed. The file gets mode 0644.
 func Write(path string, data []byte) error {
-	tmp, err := temp(path, data)
+	return WriteFrom(path, bytes.NewReader(data), 0o644)
+}
+
+// WriteFrom writes what r holds to path, replacing any file there, creating
+// the folder when needed, with mode perm. Nothing is held in memory whole.
+func WriteFrom(path string, r io.Reader, perm fs.FileMode) error {
+	tmp, err := temp(path, r, perm)
 	if err != nil {
 		return err
 	}
@@ -34,7 +43,7 @@ func Write(path string, data []byte) error {
 // error wrapping fs.ErrExist otherwise, and of two concurrent Creates of
 // one path exactly one succeeds.
 func Create(path string, data []byte) error {
-	tmp, err := temp(path, data)
+	tmp, err := temp(path, bytes.NewReader(data), 0o644)
 	if err != nil {
 		return err
 	}
@@ -48,8 +57,9 @@ func Create(path string, data []byte) error {
 	return nil
 }
 
-// temp writes data to a new temporary file beside path and returns its name.
-func temp(path string, data []byte) (string, error) {
+// temp writes r to a new temporary file beside path, with mode perm, and
+// returns its name.
+func temp(path string, r io.Reader, perm fs.FileMode) (string, error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
@@ -66,12 +76,12 @@ func temp(path string, data []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	_, err = f.Write(data)
+	_, err = io.Copy(f, r)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
+		err = os.Chmod(f.Name(), perm)
 	}
 	if err != nil {
 		os.Remove(f.Name())

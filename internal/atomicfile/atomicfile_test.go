@@ -205,7 +205,7 @@ func TestLongNames(t *testing.T) {
 		}
 		checkFile(t, path, []byte("c"))
 
-		tmp, err := temp(path, nil)
+		tmp, err := temp(path, strings.NewReader(""), 0o644)
 		if err != nil {
 			t.Fatal(err)
 		}
