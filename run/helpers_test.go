@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/internal/builtin"
 	"github.com/mst-eval/mst/run"
@@ -182,3 +184,19 @@ func latestGrades(t *testing.T, st store.Run) map[transcript.Key]grade.TrialGrad
 	}
 	return out
 }
+
+// keyLess orders keys by variant, case and trial.
+func keyLess(a, b transcript.Key) bool {
+	if a.Variant != b.Variant {
+		return a.Variant < b.Variant
+	}
+	if a.Case != b.Case {
+		return a.Case < b.Case
+	}
+	return a.Trial < b.Trial
+}
+
+var (
+	cmpSortKeys    = cmpopts.SortSlices(keyLess)
+	cmpSortStrings = cmpopts.SortSlices(func(a, b string) bool { return a < b })
+)

@@ -200,7 +200,11 @@ func NewPlan(ctx context.Context, req Request) (*Plan, error) {
 	if err := p.parseGraders(); err != nil {
 		return nil, invalid(err)
 	}
-	if err := Check(cfg, p.Cases, req.Clients, req.OS, req.ThisMachine, req.CheckClient); err != nil {
+	// Only the variants that run are checked: a run of --variant offline
+	// needs no other variant's CLI, nor its support of a case's overrides.
+	checked := *cfg
+	checked.VariantOrder = p.Variants
+	if err := Check(&checked, p.Cases, req.Clients, req.OS, req.ThisMachine, req.CheckClient); err != nil {
 		return nil, invalid(err)
 	}
 	if err := p.resolveSettings(req.Clients); err != nil {

@@ -403,7 +403,7 @@ datasets: [cases.jsonl]
 servers:
   test: {command: SERVER}
 variants:
-  météo: {model: offline}
+  meteo: {model: offline}
 `,
 		"cases.jsonl": `{"id": "東京の天気 ☀️", "input": "hi", "clientOptions": {"maxActions": 3}}
 {"id": "` + long + `", "input": "hi"}
@@ -413,7 +413,7 @@ variants:
 	if err != nil {
 		t.Fatalf("NewPlan(%s) = %v", path, err)
 	}
-	want := []transcript.Key{{Case: "東京の天気 ☀️", Variant: "météo", Trial: 1}, {Case: long, Variant: "météo", Trial: 1}}
+	want := []transcript.Key{{Case: "東京の天気 ☀️", Variant: "meteo", Trial: 1}, {Case: long, Variant: "meteo", Trial: 1}}
 	if diff := cmp.Diff(want, p.Keys); diff != "" {
 		t.Errorf("NewPlan(%s).Keys (-want +got):\n%s", path, diff)
 	}
@@ -422,5 +422,35 @@ variants:
 	}
 	if i, _ := p.Setting(want[1]); i != 0 {
 		t.Errorf("Plan.Setting(%s) = %d, want the variant's 0", want[1], i)
+	}
+}
+
+func TestNewPlanChecksOnlySelectedVariants(t *testing.T) {
+	t.Parallel()
+	// cc needs the Claude Code CLI, which need not be installed here; a run
+	// of --variant offline alone must not need it.
+	path := writeEval(t, map[string]string{
+		"eval.yaml": `
+name: check
+datasets: [cases.jsonl]
+servers:
+  test: {command: SERVER}
+variants:
+  offline: {model: offline}
+  cc: {client: claude-code, model: anthropic/claude-sonnet-4-5, clientOptions: {command: /nonexistent/claude}}
+`,
+		"cases.jsonl": `{"id": "a", "input": "hi"}` + "\n",
+	})
+	req := request(path)
+	if _, err := run.NewPlan(t.Context(), req); err == nil || !errors.Is(err, run.ErrInvalid) || !strings.Contains(err.Error(), "variants.cc") {
+		t.Errorf("NewPlan(all variants, this machine) = %v, want an ErrInvalid naming variants.cc", err)
+	}
+	req.Selection.Variants = []string{"offline"}
+	p, err := run.NewPlan(t.Context(), req)
+	if err != nil {
+		t.Fatalf("NewPlan(--variant offline) = %v, want no check of variant cc", err)
+	}
+	if diff := cmp.Diff([]string{"offline"}, p.Variants); diff != "" {
+		t.Errorf("NewPlan(--variant offline).Variants (-want +got):\n%s", diff)
 	}
 }

@@ -1,0 +1,163 @@
+package run_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mst-eval/mst/run"
+	"github.com/mst-eval/mst/transcript"
+)
+
+// resumePlan plans the resumption of a stored run through a counting run.
+func resumePlan(t *testing.T, path string, cr *countingRun, retry bool) *run.Plan {
+	t.Helper()
+	req := request(path)
+	req.Resume, req.RetryErrored = cr, retry
+	p, err := run.NewPlan(t.Context(), req)
+	if err != nil {
+		t.Fatalf("NewPlan(--resume %s, retry errored %v) = %v", cr.Location(), retry, err)
+	}
+	return p
+}
+
+func TestResumeRunsOnlyMissingTrials(t *testing.T) {
+	t.Parallel()
+	path := writeEval(t, e2eFiles)
+	p, out, _ := newRun(t, path, nil)
+	// Lose three transcripts (their grades stay).
+	gone := []transcript.Key{{Case: "a", Variant: "w", Trial: 2}, {Case: "c", Variant: "v", Trial: 1}, {Case: "c", Variant: "w", Trial: 1}}
+	for _, k := range gone {
+		f := filepath.Join(out.Store.Location(), "transcripts", k.Variant, fmt.Sprintf("%s.t%d.json", k.Case, k.Trial))
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cr := reopen(t, out.Store)
+	rp := resumePlan(t, path, cr, false)
+	if diff := cmp.Diff(gone, rp.Todo()); diff != "" {
+		t.Fatalf("NewPlan(--resume).Todo() (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(p.Keys, rp.Keys); diff != "" {
+		t.Errorf("NewPlan(--resume).Keys differ from the run's plan (-run +resume):\n%s", diff)
+	}
+	cr.reset()
+	res, err := run.Execute(t.Context(), rp, options(nil))
+	if err != nil {
+		t.Fatalf("Execute(--resume) = %v", err)
+	}
+	if diff := cmp.Diff(each(gone, 1), cr.counts(written)); diff != "" {
+		t.Errorf("Execute(--resume): transcripts written (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(each(gone, 1), cr.counts(appended)); diff != "" {
+		t.Errorf("Execute(--resume): grades appended (-want +got):\n%s", diff)
+	}
+	if n := cr.counts(replaced); len(n) != 0 {
+		t.Errorf("Execute(--resume): transcripts replaced %v, want none", n)
+	}
+	if res.Run.Resumes != 1 || res.Run.Collect != transcript.CollectComplete || res.Run.ID != out.Run.ID {
+		t.Errorf("Execute(--resume) run = %s resumes %d collect %q, want %s resumed once, complete", res.Run.ID, res.Run.Resumes, res.Run.Collect, out.Run.ID)
+	}
+	if diff := cmp.Diff(out.Run.Counts, res.Run.Counts); diff != "" {
+		t.Errorf("Execute(--resume) counts (-first run +resumed):\n%s", diff)
+	}
+	if diff := cmp.Diff(passes(out.Report), passes(res.Report)); diff != "" {
+		t.Errorf("Execute(--resume) pass counts (-first run +resumed):\n%s", diff)
+	}
+
+	// Nothing is left: a second resume plans nothing.
+	if todo := resumePlan(t, path, reopen(t, out.Store), false).Todo(); len(todo) != 0 {
+		t.Errorf("NewPlan(--resume) of a complete run: Todo() = %v, want none", todo)
+	}
+}
+
+func TestResumeRetryErroredReplaces(t *testing.T) {
+	t.Parallel()
+	path := writeEval(t, e2eFiles)
+	p, out, _ := newRun(t, path, nil)
+	boom := keysOf(p.Keys, isBoom)
+	before := latestGrades(t, out.Store)
+
+	// Without --retry-errored, errored trials are done.
+	if todo := resumePlan(t, path, reopen(t, out.Store), false).Todo(); len(todo) != 0 {
+		t.Errorf("NewPlan(--resume) of a complete run: Todo() = %v, want none", todo)
+	}
+	cr := reopen(t, out.Store)
+	rp := resumePlan(t, path, cr, true)
+	if diff := cmp.Diff(boom, rp.Todo()); diff != "" {
+		t.Fatalf("NewPlan(--resume --retry-errored).Todo() (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(each(boom, 1), counts(rp.Resume.Replace)); diff != "" {
+		t.Errorf("NewPlan(--resume --retry-errored).Resume.Replace (-want +got):\n%s", diff)
+	}
+	cr.reset()
+	res, err := run.Execute(t.Context(), rp, options(nil))
+	if err != nil {
+		t.Fatalf("Execute(--resume --retry-errored) = %v", err)
+	}
+	if diff := cmp.Diff(each(boom, 1), cr.counts(replaced)); diff != "" {
+		t.Errorf("Execute(--retry-errored): transcripts replaced (-want +got):\n%s", diff)
+	}
+	if n := cr.counts(written); len(n) != 0 {
+		t.Errorf("Execute(--retry-errored): transcripts written %v, want none (only replaced)", n)
+	}
+	if diff := cmp.Diff(each(boom, 1), cr.counts(appended)); diff != "" {
+		t.Errorf("Execute(--retry-errored): grades appended (-want +got):\n%s", diff)
+	}
+	// The new grade is of the new transcript, and it is the one that counts.
+	after := latestGrades(t, out.Store)
+	for _, k := range boom {
+		tr, err := out.Store.ReadTranscript(t.Context(), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !after[k].Trial.Ended.Equal(tr.Timing.Ended) || after[k].Trial.Ended.Equal(before[k].Trial.Ended) {
+			t.Errorf("after --retry-errored the grade of %s ended %v, want the new transcript's %v (the old one ended %v)", k, after[k].Trial.Ended, tr.Timing.Ended, before[k].Trial.Ended)
+		}
+	}
+	if diff := cmp.Diff(out.Run.Counts, res.Run.Counts); diff != "" {
+		t.Errorf("Execute(--retry-errored) counts (-first +retried):\n%s", diff)
+	}
+	if res.Report.Counts.Planned != len(p.Keys) || res.Report.Ignored != 0 {
+		t.Errorf("Execute(--retry-errored) report counts %+v ignored %d, want %d planned and nothing ignored", res.Report.Counts, res.Report.Ignored, len(p.Keys))
+	}
+	again := reopen(t, out.Store)
+	if _, err := run.LoadReport(t.Context(), again); err != nil {
+		t.Fatal(err)
+	}
+	if n := again.counts(appended); len(n) != 0 {
+		t.Errorf("LoadReport after --retry-errored appended grades %v, want none", n)
+	}
+}
+
+func TestResumeChangedConfig(t *testing.T) {
+	t.Parallel()
+	path := writeEval(t, e2eFiles)
+	_, out, _ := newRun(t, path, nil)
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("# edited after the run\n")
+	f.Close()
+	req := request(path)
+	req.Resume = reopen(t, out.Store)
+	_, err = run.NewPlan(t.Context(), req)
+	if !errors.Is(err, run.ErrConfigChanged) || !errors.Is(err, run.ErrInvalid) {
+		t.Errorf("NewPlan(--resume, edited config) = %v, want ErrConfigChanged and ErrInvalid", err)
+	}
+}
+
+func counts(m map[transcript.Key]bool) map[transcript.Key]int {
+	out := map[transcript.Key]int{}
+	for k, ok := range m {
+		if ok {
+			out[k] = 1
+		}
+	}
+	return out
+}
