@@ -39,6 +39,10 @@ type TrialGrade struct {
 	// Trial is what the transcript said; it is zero in the grades of runs
 	// made before it was recorded (Status is then empty).
 	Trial Summary `json:"transcript,omitzero"`
+	// Superseded marks a grade that stands for no transcript: the trial's
+	// transcript is about to be replaced (a resumed run's retry), so the
+	// trial must be graded again, whatever is stored when it is next read.
+	Superseded bool `json:"superseded,omitempty"`
 }
 
 // Summary is what a report needs of one transcript.

@@ -479,6 +479,7 @@ func (r *Resumed) remaining(ctx context.Context, planned []transcript.Key, retry
 	for _, k := range keys {
 		st, graded := status[k]
 		if !graded || st == "" {
+			// (A superseded grade has no status either.)
 			// No grade says how it ended (a crash before grading, or a
 			// run from before grades held it): read the transcript.
 			t, err := r.Store.ReadTranscript(ctx, k)

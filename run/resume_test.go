@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/run"
 	"github.com/mst-eval/mst/transcript"
 )
@@ -105,7 +107,9 @@ func TestResumeRetryErroredReplaces(t *testing.T) {
 	if n := cr.counts(written); len(n) != 0 {
 		t.Errorf("Execute(--retry-errored): transcripts written %v, want none (only replaced)", n)
 	}
-	if diff := cmp.Diff(each(boom, 1), cr.counts(appended)); diff != "" {
+	// Each replaced trial gets two: the mark that its old grade no longer
+	// holds (appended before the shards start), then its new grade.
+	if diff := cmp.Diff(each(boom, 2), cr.counts(appended)); diff != "" {
 		t.Errorf("Execute(--retry-errored): grades appended (-want +got):\n%s", diff)
 	}
 	// The new grade is of the new transcript, and it is the one that counts.
@@ -160,4 +164,50 @@ func counts(m map[transcript.Key]bool) map[transcript.Key]int {
 		}
 	}
 	return out
+}
+
+// A run that dies after a retried trial's transcript was replaced and
+// before its grade was stored must not report the old grade for the new
+// transcript: the grade marked superseded before the retry makes the
+// report grade the trial again.
+func TestReportAfterCrashMidRetry(t *testing.T) {
+	t.Parallel()
+	path := writeEval(t, e2eFiles)
+	p, out, _ := newRun(t, path, nil)
+	boom := keysOf(p.Keys, isBoom)
+	k := boom[0]
+	st := reopen(t, out.Store)
+	old, err := st.ReadTranscript(t.Context(), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.Outcome.Status != transcript.Errored {
+		t.Fatalf("trial %s = %s, want errored", k, old.Outcome.Status)
+	}
+	// What Execute does for a retried trial, up to the crash.
+	if err := st.AppendGrades(t.Context(), grade.TrialGrade{Key: k, Superseded: true}); err != nil {
+		t.Fatal(err)
+	}
+	retried := *old
+	retried.Outcome = transcript.Outcome{Status: transcript.Answered}
+	retried.Answer = "echo: hello"
+	retried.Timing.Ended = old.Timing.Ended.Add(time.Minute)
+	if _, err := st.ReplaceTranscript(t.Context(), &retried); err != nil {
+		t.Fatal(err)
+	}
+	st.reset()
+	rep, err := run.LoadReport(t.Context(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(each([]transcript.Key{k}, 1), st.counts(appended)); diff != "" {
+		t.Errorf("LoadReport after a crash mid-retry: grades appended (-want +got):\n%s", diff)
+	}
+	g := latestGrades(t, st)[k]
+	if g.Superseded || g.Trial.Status != transcript.Answered || !g.Trial.Ended.Equal(retried.Timing.Ended) {
+		t.Errorf("LoadReport after a crash mid-retry: the grade of %s = %+v, want one of the retried (answered) transcript", k, g)
+	}
+	if rep.Counts.Errored != out.Run.Counts.Errored-1 || rep.Counts.Answered != out.Run.Counts.Answered+1 {
+		t.Errorf("LoadReport after a crash mid-retry: counts %+v, want one errored trial fewer and one answered more than %+v", rep.Counts, out.Run.Counts)
+	}
 }

@@ -135,6 +135,20 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 		return nil, err
 	}
 
+	// A trial whose transcript this attempt replaces loses its grade
+	// first: should the run die between the new transcript and its grade,
+	// the old grade cannot pass for the new transcript's.
+	if p.Resume != nil && len(p.Resume.Replace) > 0 {
+		var marks []grade.TrialGrade
+		for _, k := range p.Resume.Todo {
+			if p.Resume.Replace[k] {
+				marks = append(marks, grade.TrialGrade{Key: k, Superseded: true})
+			}
+		}
+		if err := st.AppendGrades(ctx, marks...); err != nil {
+			return nil, err
+		}
+	}
 	todo := p.Todo()
 	col := &collector{st: st, plan: p, progress: o.Progress, logger: o.Logger}
 	if o.Progress != nil {
@@ -462,18 +476,19 @@ func gather(ctx context.Context, st store.Run, planned []transcript.Key, graders
 			continue
 		}
 		old, ok := grades[k]
-		if ok && old.Trial.Status != "" && !replaced[k] {
+		current := ok && !old.Superseded && old.Trial.Status != ""
+		if current && !replaced[k] {
 			continue
 		}
 		t, err := st.ReadTranscript(ctx, k)
 		if err != nil {
 			return g, err
 		}
-		if ok && old.Trial.Status != "" && old.Trial.Ended.Equal(t.Timing.Ended) {
+		if current && old.Trial.Ended.Equal(t.Timing.Ended) {
 			continue // the grade is of this transcript
 		}
 		ng := grade.Trial(t, graders(k.Case))
-		if ok && old.Trial.Status == "" {
+		if ok && !old.Superseded && old.Trial.Status == "" {
 			// A grade from before grades held the transcript's summary:
 			// keep its verdict, add the summary.
 			ng.Graded, ng.Passed, ng.Results = old.Graded, old.Passed, old.Results
