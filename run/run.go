@@ -311,7 +311,14 @@ func (p *Plan) split(rec transcript.Run, keys []transcript.Key, n int) []*shard.
 // hostPaths lists the absolute paths on this machine a bundle's servers
 // use, for runners that mount them into their machines.
 func (p *Plan) hostPaths(b *shard.Bundle) runner.HostPaths {
-	hp := runner.HostPaths{ConfigDir: p.Config.Dir}
+	return HostPaths(b, p.Config.Dir)
+}
+
+// HostPaths lists the absolute paths on this machine that the servers of
+// bundle b use (their commands and working folders), with the eval
+// config's folder, for runners whose machines can mount them (docker).
+func HostPaths(b *shard.Bundle, configDir string) runner.HostPaths {
+	hp := runner.HostPaths{ConfigDir: configDir}
 	for _, set := range b.Settings {
 		for _, s := range set.Servers {
 			if filepath.IsAbs(s.Command) && !slices.Contains(hp.Commands, s.Command) {

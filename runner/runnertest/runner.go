@@ -22,6 +22,7 @@ import (
 	"github.com/mst-eval/mst/dataset"
 	"github.com/mst-eval/mst/provider"
 	"github.com/mst-eval/mst/provider/offline"
+	"github.com/mst-eval/mst/run"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/servers"
@@ -93,7 +94,7 @@ func shardOf(t *testing.T, b *shard.Bundle, coord *shard.Coordinator, wrap func(
 		t.Fatalf("writing the bundle: %v", err)
 	}
 	return runner.Shard{
-		Index: b.Shard, Run: b.Run.ID, Attempt: 1, BundleDir: dir,
+		Index: b.Shard, Run: b.Run.ID, Attempt: 1, BundleDir: dir, HostPaths: run.HostPaths(b, ""),
 		Serve: func(ctx context.Context, in io.Reader, out io.Writer, fetch runner.Fetch) error {
 			if wrap != nil {
 				in = wrap(in)
