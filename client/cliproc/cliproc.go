@@ -1,8 +1,9 @@
 // Package cliproc holds what the CLI clients (claude-code, codex-cli,
 // gemini-cli) share about the program they drive: finding it (and saying how
-// to install it), asking its version, the PATH it runs with, quoting the end
-// of what it printed, refusing what no CLI can honour yet (rewritten tool
-// descriptions), and running it (Start).
+// to install it) and opening a session on it (Program, Open), the session's
+// folder, asking its version, the environment and PATH it runs with, quoting
+// the end of what it printed, refusing what no CLI can honour yet (rewritten
+// tool descriptions), and running it (Start).
 //
 // A trial's run: Start puts the program in a process group of its own,
 // hands each stdout line to the client's parser as it arrives, keeps the
@@ -22,15 +23,50 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mst-eval/mst/servers"
 )
 
+// versionWithin bounds how long Version waits for the program: a bound for
+// a program that hangs, not what it takes (a Node CLI on a loaded machine
+// may take tens of seconds to start).
+const versionWithin = 2 * time.Minute
+
+// versions remembers what Version found, by program file: a session of a
+// CLI client asks once per Open, and the answer does not change while the
+// file does not.
+var versions sync.Map // versionKey → string
+
+type versionKey struct {
+	bin, prefix string
+	size        int64
+	mod         time.Time
+}
+
 // Version runs bin --version with env and returns the version it printed:
 // the last line (a CLI may print warnings first), without prefix (such as
-// "codex-cli").
+// "codex-cli"). The answer is remembered for as long as bin's file stays
+// the same.
 func Version(ctx context.Context, bin string, env []string, prefix string) (string, error) {
+	var key versionKey
+	if fi, err := os.Stat(bin); err == nil {
+		key = versionKey{bin: bin, prefix: prefix, size: fi.Size(), mod: fi.ModTime()}
+		if v, ok := versions.Load(key); ok {
+			return v.(string), nil
+		}
+	}
+	v, err := askVersion(ctx, bin, env, prefix)
+	if err == nil && key.bin != "" {
+		versions.Store(key, v)
+	}
+	return v, err
+}
+
+func askVersion(ctx context.Context, bin string, env []string, prefix string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, versionWithin)
+	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "--version")
 	cmd.Env = env
 	cmd.WaitDelay = 3 * time.Second
@@ -58,9 +94,7 @@ func Installed(command, prefix string) string {
 	if err != nil {
 		return ""
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	v, _ := Version(ctx, bin, append(os.Environ(), "PATH="+PathWith(bin)), prefix)
+	v, _ := Version(context.Background(), bin, append(os.Environ(), "PATH="+PathWith(bin)), prefix)
 	return v
 }
 
