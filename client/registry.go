@@ -2,6 +2,7 @@ package client
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -50,4 +51,36 @@ func (r *Registry) Names() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// CheckOS reports whether the client named name can run on goos (a GOOS
+// value) in this build. It returns, in this order: the registry's error for
+// an unknown name; an error naming the client's operating systems when its
+// requirements do not include goos; the client's own Available error. A
+// client that lists no OS runs on any.
+func (r *Registry) CheckOS(name, goos string) error {
+	d, err := r.Lookup(name)
+	if err != nil {
+		return err
+	}
+	if oses := d.Requirements.OS; len(oses) > 0 && !slices.Contains(oses, goos) {
+		names := make([]string, len(oses))
+		for i, o := range oses {
+			names[i] = OSName(o)
+		}
+		return fmt.Errorf("client %s runs on %s; this run's machine is %s", name, strings.Join(names, ", "), OSName(goos))
+	}
+	if d.Available != nil {
+		return d.Available(goos)
+	}
+	return nil
+}
+
+// OSName returns the name people use for a GOOS value: "macos" for darwin,
+// the value itself otherwise.
+func OSName(goos string) string {
+	if goos == "darwin" {
+		return "macos"
+	}
+	return goos
 }

@@ -12,10 +12,6 @@ import (
 	"github.com/mst-eval/mst/provider"
 )
 
-// CheckClient reports whether a client can run on an OS in this build (see
-// internal/builtin.CheckClient).
-type CheckClient func(name, goos string) error
-
 // Check makes sure an eval can run where it will run, before any client or
 // server opens: every variant's client allows the OS of the machines that
 // run its trials (goos; empty when the runner's OS is unknown, and then not
@@ -25,14 +21,14 @@ type CheckClient func(name, goos string) error
 //
 // With preflight set (the trials run on this machine), each variant's
 // client also checks what it needs here, such as an installed CLI.
-func Check(cfg *eval.Config, cases []dataset.Case, reg *client.Registry, goos string, preflight bool, check CheckClient) error {
+func Check(cfg *eval.Config, cases []dataset.Case, reg *client.Registry, goos string, preflight bool) error {
 	var errs []error
 	for _, name := range cfg.VariantOrder {
 		v := cfg.Variants[name]
 		if goos == "" {
 			continue
 		}
-		if err := check(v.Client, goos); err != nil {
+		if err := reg.CheckOS(v.Client, goos); err != nil {
 			errs = append(errs, fmt.Errorf("%s: variants.%s.client: %w", cfg.File, name, err))
 			continue
 		}

@@ -42,9 +42,8 @@ func request(path string) run.Request {
 	clients := builtin.Clients()
 	return run.Request{
 		ConfigFile: path, OS: runner.LocalDefinition().OS, ThisMachine: true,
-		Clients: clients, Providers: builtin.Providers(), Catalog: builtin.Catalog{Clients: clients},
-		CheckClient: func(name, goos string) error { return builtin.CheckClient(clients, name, goos) },
-		Secrets:     secrets.New(),
+		Clients: clients, Providers: builtin.Providers(),
+		Secrets: secrets.New(),
 	}
 }
 

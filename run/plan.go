@@ -63,10 +63,8 @@ type Request struct {
 	OS          string
 	ThisMachine bool
 
-	Clients     *client.Registry
-	Providers   *provider.Registry
-	Catalog     eval.Catalog
-	CheckClient CheckClient
+	Clients   *client.Registry
+	Providers *provider.Registry
 	// Secrets holds the secrets file's values. The plan adds to it the key
 	// variables its clients read, from Env (MST's own environment), where
 	// the file does not set them.
@@ -162,7 +160,7 @@ func NewPlan(ctx context.Context, req Request) (*Plan, error) {
 	} else if req.RetryErrored {
 		return nil, invalid(errors.New("--retry-errored goes with --resume RUN"))
 	}
-	cfg, err := eval.Load(path, req.Catalog)
+	cfg, err := eval.Load(path, Catalog{Clients: req.Clients, Providers: req.Providers})
 	if err != nil {
 		return nil, invalid(err)
 	}
@@ -204,7 +202,7 @@ func NewPlan(ctx context.Context, req Request) (*Plan, error) {
 	// needs no other variant's CLI, nor its support of a case's overrides.
 	checked := *cfg
 	checked.VariantOrder = p.Variants
-	if err := Check(&checked, p.Cases, req.Clients, req.OS, req.ThisMachine, req.CheckClient); err != nil {
+	if err := Check(&checked, p.Cases, req.Clients, req.OS, req.ThisMachine); err != nil {
 		return nil, invalid(err)
 	}
 	if err := p.resolveSettings(req.Clients); err != nil {

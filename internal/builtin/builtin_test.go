@@ -73,7 +73,7 @@ func TestCheckClient(t *testing.T) {
 		{"codex-app", "darwin", "codex-app is defined but not built into this version of mst yet (it comes with the desktop clients); no machine can run it in this build"},
 		{"codex-app", "freebsd", "client codex-app runs on macos, linux; this run's machine is freebsd"},
 	} {
-		err := builtin.CheckClient(reg, tc.name, tc.goos)
+		err := reg.CheckOS(tc.name, tc.goos)
 		got := ""
 		if err != nil {
 			got = err.Error()
@@ -90,7 +90,7 @@ func TestCheckClientNoOSMeansAny(t *testing.T) {
 		return client.Result{}, nil
 	}
 	reg := client.NewRegistry(&client.Definition{Name: "anywhere", Run: run})
-	if err := builtin.CheckClient(reg, "anywhere", "plan9"); err != nil {
+	if err := reg.CheckOS("anywhere", "plan9"); err != nil {
 		t.Errorf("CheckClient(a client with no OS list, plan9) = %v, want nil", err)
 	}
 }
@@ -236,7 +236,7 @@ func TestOneReasoningEffortList(t *testing.T) {
 func TestOSName(t *testing.T) {
 	t.Parallel()
 	for goos, want := range map[string]string{"darwin": "macos", "linux": "linux", "windows": "windows"} {
-		if got := builtin.OSName(goos); got != want {
+		if got := client.OSName(goos); got != want {
 			t.Errorf("OSName(%s) = %s, want %s", goos, got, want)
 		}
 	}

@@ -141,7 +141,7 @@ func describeClient(reg *client.Registry, d *client.Definition, goos string) cli
 	if len(bytes.TrimSpace(info.Options)) == 0 {
 		info.Options = json.RawMessage(emptyOptions)
 	}
-	if err := builtin.CheckClient(reg, d.Name, goos); err != nil {
+	if err := reg.CheckOS(d.Name, goos); err != nil {
 		info.Available, info.AvailableError = false, err.Error()
 	}
 	return info
@@ -217,9 +217,9 @@ func writeClientDetail(w io.Writer, reg *client.Registry, d *client.Definition, 
 	}
 	fmt.Fprintf(tw, "Setup:\t%s\n", orNoneText(info.Setup))
 	if info.Available {
-		fmt.Fprintf(tw, "Available on %s:\tyes\n", builtin.OSName(goos))
+		fmt.Fprintf(tw, "Available on %s:\tyes\n", client.OSName(goos))
 	} else {
-		fmt.Fprintf(tw, "Available on %s:\tno: %s\n", builtin.OSName(goos), info.AvailableError)
+		fmt.Fprintf(tw, "Available on %s:\tno: %s\n", client.OSName(goos), info.AvailableError)
 	}
 	fmt.Fprintf(tw, "Trials:\t%s\n", trialsText(info.Concurrent))
 	fmt.Fprintf(tw, "A case may set:\t%s\n", caseOverridesText(info.CaseOverrides))
@@ -278,9 +278,9 @@ func ClientsMarkdown(reg *client.Registry) []byte {
 			b.WriteString("\n")
 			for _, goos := range d.Requirements.OS {
 				if err := d.Available(goos); err != nil {
-					fmt.Fprintf(&b, "  - %s: no: %s\n", builtin.OSName(goos), err)
+					fmt.Fprintf(&b, "  - %s: no: %s\n", client.OSName(goos), err)
 				} else {
-					fmt.Fprintf(&b, "  - %s: yes\n", builtin.OSName(goos))
+					fmt.Fprintf(&b, "  - %s: yes\n", client.OSName(goos))
 				}
 			}
 		}
@@ -394,7 +394,7 @@ func optionType(s map[string]any) string {
 func clientOSNames(oses []string) []string {
 	out := make([]string, len(oses))
 	for i, o := range oses {
-		out[i] = builtin.OSName(o)
+		out[i] = client.OSName(o)
 	}
 	return out
 }

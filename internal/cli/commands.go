@@ -84,7 +84,7 @@ at it for completion and inline help, e.g. with the YAML language server:
 		Example: `  mst schema > mst.schema.json`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := stdio.Out.Write(eval.Schema(builtin.Catalog{Clients: builtin.Clients()}))
+			_, err := stdio.Out.Write(eval.Schema(run.Catalog{Clients: builtin.Clients(), Providers: builtin.Providers()}))
 			return err
 		},
 	}

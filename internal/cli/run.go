@@ -104,9 +104,8 @@ func planRequest(path string, rdef *runner.Definition, set *secrets.Set, env []s
 	clients := builtin.Clients()
 	return run.Request{
 		ConfigFile: path, OS: rdef.OS, ThisMachine: rdef.ThisMachine,
-		Clients: clients, Providers: builtin.Providers(), Catalog: builtin.Catalog{Clients: clients},
-		CheckClient: func(name, goos string) error { return builtin.CheckClient(clients, name, goos) },
-		Secrets:     set, Env: envMap(env),
+		Clients: clients, Providers: builtin.Providers(),
+		Secrets: set, Env: envMap(env),
 	}
 }
 
