@@ -199,8 +199,10 @@ func TestStreamableHTTP(t *testing.T) {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	url := "http://" + addr
-	// Wait for the port without sleeping blind: dial until it answers.
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	// Wait for the port without sleeping blind: dial until it answers (the
+	// bound is for a server that never starts, not a guess of its start-up
+	// time on a loaded machine).
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	for {
 		c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)

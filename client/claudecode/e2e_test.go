@@ -250,22 +250,34 @@ func TestStreamableHTTP(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 	cmd := exec.Command(bin, "-http", addr)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	for {
-		c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
-		if err == nil {
-			c.Close()
-			break
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+	// Wait for the event (the server listens) or its end (it exited);
+	// the bound is only there so that a hung server fails the test.
+	const within = 2 * time.Minute
+	limit := time.NewTimer(within)
+	defer limit.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for listening := false; !listening; {
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("the server exited (%v) before it listened on %s; stderr: %s", err, addr, stderr.String())
+		case <-limit.C:
+			t.Fatalf("the server did not listen on %s within %v", addr, within)
+		case <-tick.C:
+			if c, err := (&net.Dialer{}).DialContext(t.Context(), "tcp", addr); err == nil {
+				c.Close()
+				listening = true
+			}
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("the server never listened on %s", addr)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	fake := providertest.New(t, providertest.Script{Conversations: []providertest.Conversation{{
 		Turns: []providertest.Turn{
@@ -297,7 +309,10 @@ func TestConcurrentTrials(t *testing.T) {
 			{Text: "echoed " + w},
 		}})
 	}
-	fake := providertest.New(t, providertest.Script{Conversations: convs, Latency: 300 * time.Millisecond})
+	// The fake holds the trials' first requests until all three are in
+	// flight: the test waits for the overlap rather than for a latency.
+	const within = 2 * time.Minute
+	fake := providertest.New(t, providertest.Script{Conversations: convs, Gate: providertest.Gate{Conversations: 3, Within: within}})
 	s := openCLI(t, fake.URL, nil, srv)
 	var wg sync.WaitGroup
 	for _, w := range []string{"alpha", "beta", "gamma"} {
@@ -310,7 +325,7 @@ func TestConcurrentTrials(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if fake.MaxInFlight() < 2 {
-		t.Errorf("at most %d requests were in flight: the trials did not overlap", fake.MaxInFlight())
+	if n := fake.Gathered(); n < 3 {
+		t.Errorf("only %d of 3 trials reached the model at once within %v", n, within)
 	}
 }

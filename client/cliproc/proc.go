@@ -41,6 +41,10 @@ type Command struct {
 	// from a goroutine of the Process. It may call Stop. Everything it did
 	// happens before Wait returns.
 	Line func(at time.Time, text []byte)
+	// StopWhen, when set, is called after each Line, from the same
+	// goroutine; the first time it reports true (the client's maxActions
+	// reached) the Process is stopped, as by Stop.
+	StopWhen func() bool
 	// StderrTail is how many bytes of the end of stderr the Process keeps
 	// (4096 when zero); Stderr, when set, also gets everything written.
 	StderrTail int
@@ -61,6 +65,7 @@ type Process struct {
 	stderr *tailbuf.Buffer
 	stdout *lineWriter
 
+	ready    chan struct{} // closed once cmd and tree are set
 	stopOnce sync.Once
 	stopping chan struct{}
 	done     chan struct{}
@@ -76,11 +81,23 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 	if n == 0 {
 		n = 4096
 	}
-	p := &Process{stderr: tailbuf.New(n), stopping: make(chan struct{}), done: make(chan struct{}), watched: make(chan struct{}), seen: map[int]bool{}}
+	p := &Process{stderr: tailbuf.New(n), ready: make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}), watched: make(chan struct{}), seen: map[int]bool{}}
 	cmd := exec.Command(c.Path, c.Args...)
 	cmd.Dir, cmd.Env = c.Dir, c.Env
 	cmd.Stdin = nil // /dev/null
-	p.stdout = &lineWriter{line: c.Line}
+	line := c.Line
+	if c.StopWhen != nil {
+		line = func(at time.Time, text []byte) {
+			if c.Line != nil {
+				c.Line(at, text)
+			}
+			if c.StopWhen() {
+				<-p.ready // a line may come before Start has returned
+				p.Stop()
+			}
+		}
+	}
+	p.stdout = &lineWriter{line: line}
 	cmd.Stdout = p.stdout
 	cmd.Stderr = p.stderr
 	if c.Stderr != nil {
@@ -94,6 +111,7 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 		return nil, err
 	}
 	p.cmd, p.tree = cmd, proctree.Of(cmd)
+	close(p.ready)
 	if c.Started != nil {
 		c.Started(cmd.Process.Pid)
 	}

@@ -21,7 +21,6 @@ import (
 
 	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/client/cliproc"
-	"github.com/mst-eval/mst/transcript"
 )
 
 // Name is the client's name in eval configs.
@@ -45,7 +44,7 @@ func Definition() *client.Definition {
 		Requirements: client.Requirements{
 			OS:          []string{"linux", "darwin", "windows"},
 			Credentials: []string{"OPENAI_API_KEY or CODEX_API_KEY"},
-			Setup:       "npm install -g @openai/codex",
+			Setup:       program.Setup,
 		},
 		Options:        optionsSchema(),
 		Timeout:        300 * time.Second,
@@ -54,7 +53,7 @@ func Definition() *client.Definition {
 		Concurrent:     true,
 		CaseOverrides:  []string{"model", "clientOptions"},
 		Version:        func() string { return cliproc.Installed(defaultCommand, "codex-cli") },
-		Preflight:      preflight,
+		Preflight:      program.Preflight,
 		Open:           Open,
 	}
 }
@@ -129,24 +128,20 @@ func decodeOptions(raw json.RawMessage) (Options, error) {
 	return o, nil
 }
 
+// program is the Codex CLI, as the client's errors name it.
+var program = cliproc.Program{Client: Name, What: "the Codex CLI", Setup: "npm install -g @openai/codex", Command: command}
+
+// command is the program clientOptions name.
+func command(options json.RawMessage) (string, error) {
+	o, err := decodeOptions(options)
+	return o.Command, err
+}
+
 // Open prepares a session: it finds the codex command (clientOptions
 // command), writes CODEX_HOME/config.toml under p.WorkDir and reads the
 // CLI's version.
 func Open(ctx context.Context, p client.OpenParams) (client.Session, error) {
-	opts, err := decodeOptions(p.Options)
-	if err != nil {
-		return nil, err
-	}
-	bin, err := cliproc.Find("the Codex CLI", opts.Command, "npm install -g @openai/codex")
-	if err != nil {
-		return nil, fmt.Errorf("codex-cli: %w", err)
-	}
-	s, err := open(ctx, p, bin)
-	if s == nil {
-		// A nil *session in a Session interface is not nil.
-		return nil, err
-	}
-	return s, err
+	return cliproc.Open(ctx, p, program, open)
 }
 
 // open is Open with the codex command given; tests pass the peers' copy.
@@ -155,8 +150,8 @@ func open(ctx context.Context, p client.OpenParams, bin string) (*session, error
 	if err != nil {
 		return nil, err
 	}
-	if err := cliproc.RefuseToolOverrides("codex-cli", p.Servers); err != nil {
-		return nil, fmt.Errorf("codex-cli: %w", err)
+	if err := program.RefuseToolOverrides(p.Servers); err != nil {
+		return nil, err
 	}
 	keyEnv := ""
 	for _, k := range []string{"OPENAI_API_KEY", "CODEX_API_KEY"} {
@@ -172,13 +167,9 @@ func open(ctx context.Context, p client.OpenParams, bin string) (*session, error
 	if model == "" {
 		return nil, errors.New("codex-cli needs a model (openai/MODEL or the model's name)")
 	}
-	base := p.WorkDir
-	if base == "" {
-		base = os.TempDir()
-	}
-	dir, err := os.MkdirTemp(base, "codex-cli-")
+	dir, err := cliproc.SessionDir(p.WorkDir, Name)
 	if err != nil {
-		return nil, fmt.Errorf("codex-cli: creating the session folder: %w", err)
+		return nil, err
 	}
 	s := &session{params: p, opts: opts, bin: bin, dir: dir, home: filepath.Join(dir, "codex-home")}
 	if err := os.Mkdir(s.home, 0o700); err != nil {
@@ -192,24 +183,10 @@ func open(ctx context.Context, p client.OpenParams, bin string) (*session, error
 	if err := os.WriteFile(filepath.Join(s.home, "config.toml"), []byte(cfg), 0o600); err != nil {
 		return s, fmt.Errorf("codex-cli: writing config.toml: %w", err)
 	}
-	vctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	v, err := cliproc.Version(vctx, bin, s.env(), "codex-cli")
+	v, err := cliproc.Version(ctx, bin, s.env(), "codex-cli")
 	if err != nil {
 		return s, fmt.Errorf("codex-cli: %s --version: %w", bin, err)
 	}
-	s.version = v
-	for _, srv := range p.Servers {
-		s.infos = append(s.infos, transcript.ServerInfo{Name: srv.Name, Transport: srv.Transport()})
-	}
+	s.version, s.infos = v, cliproc.ServerInfos(p.Servers)
 	return s, nil
-}
-
-// preflight checks that the CLI a variant names is installed here.
-func preflight(raw json.RawMessage) error {
-	opts, err := decodeOptions(raw)
-	if err != nil {
-		return err
-	}
-	return cliproc.Require("the Codex CLI", opts.Command, "npm install -g @openai/codex")
 }

@@ -31,23 +31,10 @@ type session struct {
 	closeOnce sync.Once
 }
 
-// env is the CLI's environment: a minimal one, then the variant's values.
+// env is the CLI's environment: a minimal one (HOME is the session
+// folder), then the variant's values, then CODEX_HOME.
 func (s *session) env() []string {
-	m := map[string]string{"PATH": cliproc.PathWith(s.bin), "HOME": s.dir}
-	for _, k := range platformEnv {
-		if v, ok := os.LookupEnv(k); ok {
-			m[k] = v
-		}
-	}
-	for k, v := range s.params.Env {
-		m[k] = v
-	}
-	m["CODEX_HOME"] = s.home
-	env := make([]string, 0, len(m))
-	for k, v := range m {
-		env = append(env, k+"="+v)
-	}
-	return env
+	return cliproc.Env(s.bin, platformEnv, map[string]string{"HOME": s.dir}, s.params.Env, map[string]string{"CODEX_HOME": s.home})
 }
 
 // Reset has nothing to do: every trial runs a fresh codex exec.
@@ -80,17 +67,11 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 	args = append(args, s.extraArgs...)
 	args = append(args, "--", t.Prompt)
 	p := newParser(t.Prompt, s.opts.MaxActions)
-	var proc *cliproc.Process
-	proc, err = cliproc.Start(ctx, cliproc.Command{
+	proc, err := cliproc.Start(ctx, cliproc.Command{
 		Path: s.bin, Args: args, Env: s.env(), Dir: cwd,
 		StderrTail: 16 << 10, Started: s.onStart,
-		Line: func(at time.Time, text []byte) {
-			p.line(text, at.UTC())
-			if p.overLimit && !p.stopped {
-				p.stopped = true
-				proc.Stop()
-			}
-		},
+		Line:     func(at time.Time, text []byte) { p.line(text, at.UTC()) },
+		StopWhen: func() bool { return p.overLimit },
 	})
 	if err != nil {
 		return client.Result{}, fmt.Errorf("codex-cli: starting %s: %w", s.bin, err)
@@ -204,7 +185,6 @@ type parser struct {
 	unparsed   int
 	actions    int
 	overLimit  bool
-	stopped    bool
 }
 
 func newParser(prompt string, maxActions int) *parser {

@@ -16,13 +16,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/client/cliproc"
-	"github.com/mst-eval/mst/transcript"
 )
 
 // Name is the client's name in eval configs.
@@ -48,7 +46,7 @@ func Definition() *client.Definition {
 		Requirements: client.Requirements{
 			OS:          []string{"linux", "darwin", "windows"},
 			Credentials: []string{"GEMINI_API_KEY"},
-			Setup:       "npm install -g @google/gemini-cli",
+			Setup:       program.Setup,
 		},
 		Options:        optionsSchema(),
 		Timeout:        300 * time.Second,
@@ -57,7 +55,7 @@ func Definition() *client.Definition {
 		Concurrent:     true,
 		CaseOverrides:  []string{"model", "clientOptions"},
 		Version:        func() string { return cliproc.Installed(defaultCommand, "") },
-		Preflight:      preflight,
+		Preflight:      program.Preflight,
 		Open:           Open,
 	}
 }
@@ -139,24 +137,20 @@ func modelName(ref string) string {
 	return ref
 }
 
+// program is the Gemini CLI, as the client's errors name it.
+var program = cliproc.Program{Client: Name, What: "the Gemini CLI", Setup: "npm install -g @google/gemini-cli", Command: command}
+
+// command is the program clientOptions name.
+func command(options json.RawMessage) (string, error) {
+	o, err := decodeOptions(options)
+	return o.Command, err
+}
+
 // Open prepares a session: it finds the gemini command (clientOptions
 // command), writes the settings every trial's home gets, and reads the
 // CLI's version.
 func Open(ctx context.Context, p client.OpenParams) (client.Session, error) {
-	opts, err := decodeOptions(p.Options)
-	if err != nil {
-		return nil, err
-	}
-	bin, err := cliproc.Find("the Gemini CLI", opts.Command, "npm install -g @google/gemini-cli")
-	if err != nil {
-		return nil, fmt.Errorf("gemini-cli: %w", err)
-	}
-	s, err := open(ctx, p, bin)
-	if s == nil {
-		// A nil *session in a Session interface is not nil.
-		return nil, err
-	}
-	return s, err
+	return cliproc.Open(ctx, p, program, open)
 }
 
 // open is Open with the gemini command given; tests pass the peers' copy.
@@ -165,8 +159,8 @@ func open(ctx context.Context, p client.OpenParams, bin string) (*session, error
 	if err != nil {
 		return nil, err
 	}
-	if err := cliproc.RefuseToolOverrides("gemini-cli", p.Servers); err != nil {
-		return nil, fmt.Errorf("gemini-cli: %w", err)
+	if err := program.RefuseToolOverrides(p.Servers); err != nil {
+		return nil, err
 	}
 	if p.Env["GEMINI_API_KEY"] == "" {
 		return nil, errors.New("gemini-cli needs an API key: set GEMINI_API_KEY in the environment or the secrets file")
@@ -179,33 +173,15 @@ func open(ctx context.Context, p client.OpenParams, bin string) (*session, error
 	if err != nil {
 		return nil, fmt.Errorf("gemini-cli: %w", err)
 	}
-	base := p.WorkDir
-	if base == "" {
-		base = os.TempDir()
-	}
-	dir, err := os.MkdirTemp(base, "gemini-cli-")
+	dir, err := cliproc.SessionDir(p.WorkDir, Name)
 	if err != nil {
-		return nil, fmt.Errorf("gemini-cli: creating the session folder: %w", err)
+		return nil, err
 	}
 	s := &session{params: p, opts: opts, bin: bin, dir: dir, model: model, settings: settings, namer: newToolNamer(p.Servers)}
-	vctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	v, err := cliproc.Version(vctx, bin, s.env(dir, dir), "")
+	v, err := cliproc.Version(ctx, bin, s.env(dir, dir), "")
 	if err != nil {
 		return s, fmt.Errorf("gemini-cli: %s --version: %w", bin, err)
 	}
-	s.version = v
-	for _, srv := range p.Servers {
-		s.infos = append(s.infos, transcript.ServerInfo{Name: srv.Name, Transport: srv.Transport()})
-	}
+	s.version, s.infos = v, cliproc.ServerInfos(p.Servers)
 	return s, nil
-}
-
-// preflight checks that the CLI a variant names is installed here.
-func preflight(raw json.RawMessage) error {
-	opts, err := decodeOptions(raw)
-	if err != nil {
-		return err
-	}
-	return cliproc.Require("the Gemini CLI", opts.Command, "npm install -g @google/gemini-cli")
 }

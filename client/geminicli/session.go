@@ -41,25 +41,11 @@ type session struct {
 // for Windows) and tmp its temporary folder, where it writes its error
 // reports.
 func (s *session) env(home, tmp string) []string {
-	m := map[string]string{"PATH": cliproc.PathWith(s.bin)}
-	for _, k := range platformEnv {
-		if v, ok := os.LookupEnv(k); ok {
-			m[k] = v
-		}
-	}
-	for k, v := range s.params.Env {
-		m[k] = v
-	}
-	m["HOME"], m["USERPROFILE"], m["TMPDIR"] = home, home, tmp
-	m["GEMINI_CLI_TRUST_WORKSPACE"] = "true"
+	set := map[string]string{"HOME": home, "USERPROFILE": home, "TMPDIR": tmp, "GEMINI_CLI_TRUST_WORKSPACE": "true"}
 	if s.opts.BaseURL != "" {
-		m["GOOGLE_GEMINI_BASE_URL"] = s.opts.BaseURL
+		set["GOOGLE_GEMINI_BASE_URL"] = s.opts.BaseURL
 	}
-	env := make([]string, 0, len(m))
-	for k, v := range m {
-		env = append(env, k+"="+v)
-	}
-	return env
+	return cliproc.Env(s.bin, platformEnv, s.params.Env, set)
 }
 
 // Reset has nothing to do: every trial runs a fresh CLI in a fresh home.
@@ -110,19 +96,13 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 	// log at once, before the CLI goes on to call the model without it.
 	poke := make(chan struct{}, 1)
 	p := newParser(t.Prompt, s.opts.MaxActions, s.namer)
-	var proc *cliproc.Process
-	proc, err = cliproc.Start(ctx, cliproc.Command{
+	proc, err := cliproc.Start(ctx, cliproc.Command{
 		Path: s.bin, Args: s.args(t.Prompt), Dir: work,
 		Env:        append(s.env(home, tmp), "GEMINI_DEBUG_LOG_FILE="+debugLog),
 		StderrTail: 16 << 10, Stderr: &hintWriter{hint: []byte(mcpHint), poke: poke},
-		Started: s.onStart,
-		Line: func(at time.Time, text []byte) {
-			p.line(text, at.UTC())
-			if p.overLimit && !p.stopped {
-				p.stopped = true
-				proc.Stop()
-			}
-		},
+		Started:  s.onStart,
+		Line:     func(at time.Time, text []byte) { p.line(text, at.UTC()) },
+		StopWhen: func() bool { return p.overLimit },
 	})
 	if err != nil {
 		return client.Result{}, fmt.Errorf("gemini-cli: starting %s: %w", s.bin, err)
@@ -319,7 +299,6 @@ type parser struct {
 	unparsed    int
 	actions     int
 	overLimit   bool
-	stopped     bool
 }
 
 func newParser(prompt string, maxActions int, namer *toolNamer) *parser {
