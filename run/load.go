@@ -14,7 +14,8 @@ import (
 // LoadReport builds the report of a stored run from the store alone: its
 // record, cases, graders and grades. Only a trial that has a transcript and
 // no grade of it is graded (with the graders stored with the run), and its
-// grade is stored, so a second report grades nothing.
+// grade is stored, so a second report grades nothing. A run the store cannot
+// add grades to (a read-only folder) is still reported.
 func LoadReport(ctx context.Context, st store.Run) (report.Report, error) {
 	rec, err := st.ReadRun(ctx)
 	if err != nil {
@@ -50,7 +51,7 @@ func LoadReport(ctx context.Context, st store.Run) (report.Report, error) {
 			}
 		}
 	}
-	g, err := gather(ctx, st, planned, func(id string) []grade.Grader { return byCase[id] }, nil)
+	g, err := gather(ctx, st, planned, func(id string) []grade.Grader { return byCase[id] }, nil, func(error) error { return nil })
 	if err != nil {
 		return report.Report{}, err
 	}

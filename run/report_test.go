@@ -1,6 +1,8 @@
 package run_test
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/run"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/store"
@@ -210,4 +213,30 @@ graders:
 	if diff := cmp.Diff(map[string][3]int{"meteo": {3, 3, 3}}, passes(rep)); diff != "" {
 		t.Errorf("LoadReport(ids): passed, graded, trials (-want +got):\n%s", diff)
 	}
+}
+
+// A stored run in a folder mst cannot write to (an archive) is still
+// reported: the grades it makes are only not remembered.
+func TestLoadReportReadOnlyRun(t *testing.T) {
+	t.Parallel()
+	// (Tests run as root here, who writes anywhere: the store refuses.)
+	dir := copyDir(t, filepath.Join("..", "store", "testdata", "oldrun"))
+	st, err := store.OpenRunDir(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := run.LoadReport(t.Context(), refusingGrades{st})
+	if err != nil {
+		t.Fatalf("LoadReport(a run that refuses new grades) = %v, want its report", err)
+	}
+	if rep.Counts.Answered != 1 || rep.Counts.Errored != 1 {
+		t.Errorf("LoadReport(a run that refuses new grades) counts %+v, want 1 answered and 1 errored", rep.Counts)
+	}
+}
+
+// refusingGrades is a stored run that cannot take grades.
+type refusingGrades struct{ store.Run }
+
+func (refusingGrades) AppendGrades(context.Context, ...grade.TrialGrade) error {
+	return errors.New("read-only file system")
 }

@@ -168,7 +168,7 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	ctx = context.WithoutCancel(ctx)
 
 	// Gather: the store is the truth, whatever this attempt did.
-	g, err := gather(ctx, st, p.Keys, p.Graders, p.replaced())
+	g, err := gather(ctx, st, p.Keys, p.Graders, p.replaced(), func(err error) error { return err })
 	if err != nil {
 		return nil, err
 	}
@@ -457,7 +457,11 @@ type gathered struct {
 // records from the grades. replaced are trials whose transcript was
 // replaced in this attempt: their grade must be of the transcript stored
 // now. Transcripts of trials the run did not plan are ignored.
-func gather(ctx context.Context, st store.Run, planned []transcript.Key, graders func(caseID string) []grade.Grader, replaced map[transcript.Key]bool) (gathered, error) {
+//
+// keepGrades says what to do when the new grades cannot be stored: Execute
+// fails, while a report of a run in a folder it cannot write to (an
+// archive) is still right, only not remembered.
+func gather(ctx context.Context, st store.Run, planned []transcript.Key, graders func(caseID string) []grade.Grader, replaced map[transcript.Key]bool, keepGrades func(error) error) (gathered, error) {
 	var g gathered
 	want := make(map[transcript.Key]bool, len(planned))
 	for _, k := range planned {
@@ -505,7 +509,9 @@ func gather(ctx context.Context, st store.Run, planned []transcript.Key, graders
 	}
 	if len(fresh) > 0 {
 		if err := st.AppendGrades(ctx, fresh...); err != nil {
-			return g, err
+			if err := keepGrades(err); err != nil {
+				return g, err
+			}
 		}
 	}
 	g.counts.Planned = len(planned)
