@@ -16,29 +16,27 @@ func TestStopMarked(t *testing.T) {
 		t.Skip("StopMarked reads Linux's /proc")
 	}
 	env := "MST_EXEC=test-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	// Each process says when it runs its script: until a child has
+	// exec'd, /proc shows its parent's environment, without the mark.
 	start := func(script string) *exec.Cmd {
 		cmd := exec.Command("sh", "-c", script)
 		cmd.Env = append(os.Environ(), env)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := out.Read(make([]byte, 6)); err != nil {
 			t.Fatal(err)
 		}
 		return cmd
 	}
-	polite := start("exec sleep 600")
-	// The stubborn one says when its trap is set, so the signal never
-	// comes before it.
-	stubborn := exec.Command("sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.1; done")
-	stubborn.Env = append(os.Environ(), env)
-	out, err := stubborn.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := stubborn.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := out.Read(make([]byte, 6)); err != nil {
-		t.Fatal(err)
-	}
+	polite := start("echo ready; exec sleep 600")
+	// The stubborn one's trap is set before it says ready, so the signal
+	// never comes before it.
+	stubborn := start("trap '' TERM; echo ready; while :; do sleep 0.1; done")
 	waited := make(chan error, 2)
 	go func() { waited <- polite.Wait() }()
 	go func() { waited <- stubborn.Wait() }()
