@@ -1,13 +1,10 @@
 package runner_test
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 
+	"github.com/mst-eval/mst/internal/testbin"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/runner/runnertest"
 )
@@ -20,37 +17,19 @@ func TestMain(m *testing.M) {
 	// The suite starts this test binary again as its MCP server.
 	runnertest.Serve()
 	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
+	testbin.Clean()
 	os.Exit(code)
 }
-
-var (
-	buildOnce sync.Once
-	buildDir  string
-	buildErr  error
-)
 
 // mstBinary builds ./cmd/mst once, stamped with testVersion, and returns
 // its path.
 func mstBinary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		if buildDir, buildErr = os.MkdirTemp("", "mst-runner-test-"); buildErr != nil {
-			return
-		}
-		bin := filepath.Join(buildDir, "mst")
-		cmd := exec.Command("go", "build", "-o", bin,
-			"-ldflags=-X github.com/mst-eval/mst/internal/cli.Version="+testVersion, "github.com/mst-eval/mst/cmd/mst")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("building mst: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	dir, err := testbin.Build(testbin.Options{Version: testVersion}, testbin.MST)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return filepath.Join(buildDir, "mst")
+	return testbin.Path(dir, testbin.MST)
 }
 
 func TestLocalConformance(t *testing.T) {

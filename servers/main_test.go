@@ -2,20 +2,18 @@ package servers_test
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mst-eval/mst/internal/testbin"
 	"github.com/mst-eval/mst/servers"
 )
 
@@ -42,38 +40,19 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv(secretEnv, "do-not-leak")
 	code := m.Run()
-	if built.dir != "" {
-		os.RemoveAll(built.dir)
-	}
+	testbin.Clean()
 	os.Exit(code)
-}
-
-var built struct {
-	once sync.Once
-	dir  string
-	bin  string
-	err  error
 }
 
 // testServer returns internal/testserver's binary as a stdio server named
 // name, with args (--hang, --fail-start, --no-tools).
 func testServer(t *testing.T, name string, args ...string) servers.Server {
 	t.Helper()
-	built.once.Do(func() {
-		built.dir, built.err = os.MkdirTemp("", "mst-servers-test-")
-		if built.err != nil {
-			return
-		}
-		built.bin = filepath.Join(built.dir, "mcp-testserver")
-		out, err := exec.Command("go", "build", "-o", built.bin, "github.com/mst-eval/mst/internal/testserver/cmd/mcp-testserver").CombinedOutput()
-		if err != nil {
-			built.err = fmt.Errorf("building mcp-testserver: %v\n%s", err, out)
-		}
-	})
-	if built.err != nil {
-		t.Fatal(built.err)
+	dir, err := testbin.Build(testbin.Options{}, testbin.TestServer)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return servers.Server{Name: name, Command: built.bin, Args: args}
+	return servers.Server{Name: name, Command: testbin.Path(dir, testbin.TestServer), Args: args}
 }
 
 // fixture returns the fixture role (see runRole) as a stdio server named

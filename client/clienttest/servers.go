@@ -5,79 +5,24 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mst-eval/mst/internal/testbin"
 	"github.com/mst-eval/mst/internal/testserver"
 	"github.com/mst-eval/mst/servers"
 )
 
-var (
-	buildOnce sync.Once
-	built     string
-	buildErr  string
-)
-
 // testServerBin builds internal/testserver/cmd/mcp-testserver once per
-// test binary, into the user's cache (a temporary name renamed into place,
-// so test binaries that build at once do not collide).
+// test binary; a build that fails fails the test.
 func testServerBin(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		root, err := moduleRoot()
-		if err != nil {
-			buildErr = err.Error()
-			return
-		}
-		dir := filepath.Join(os.TempDir(), "mst-clienttest")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			buildErr = err.Error()
-			return
-		}
-		tmp, err := os.CreateTemp(dir, "mcp-testserver-*")
-		if err != nil {
-			buildErr = err.Error()
-			return
-		}
-		tmp.Close()
-		cmd := exec.Command("go", "build", "-o", tmp.Name(), "./internal/testserver/cmd/mcp-testserver")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			os.Remove(tmp.Name())
-			buildErr = "building the MCP test server: " + err.Error() + ": " + string(out)
-			return
-		}
-		built = filepath.Join(dir, "mcp-testserver")
-		if err := os.Rename(tmp.Name(), built); err != nil {
-			buildErr = err.Error()
-		}
-	})
-	if buildErr != "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal(buildErr)
-		}
-		t.Skip(buildErr)
-	}
-	return built
-}
-
-// moduleRoot is the folder of the go.mod above the test's folder.
-func moduleRoot() (string, error) {
-	wd, err := os.Getwd()
+	dir, err := testbin.Build(testbin.Options{}, testbin.TestServer)
 	if err != nil {
-		return "", err
+		t.Fatal(err)
 	}
-	for d := wd; d != filepath.Dir(d); d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return d, nil
-		}
-	}
-	return "", os.ErrNotExist
+	return testbin.Path(dir, testbin.TestServer)
 }
 
 // testServer is the MCP test server over stdio, named name, with args,

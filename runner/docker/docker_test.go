@@ -11,8 +11,10 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
+	"github.com/mst-eval/mst/internal/testbin"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/runner/docker"
 	"github.com/mst-eval/mst/runner/runnertest"
@@ -30,9 +32,7 @@ const busyboxImage = "mst-worker-busybox:" + testVersion
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if built.dir != "" {
-		os.RemoveAll(built.dir)
-	}
+	testbin.Clean()
 	os.Exit(code)
 }
 
@@ -76,18 +76,10 @@ func workerImage(t *testing.T) (mst, server string) {
 	t.Helper()
 	needDocker(t)
 	built.once.Do(func() {
-		if built.dir, built.err = os.MkdirTemp("", "mst-docker-test-"); built.err != nil {
+		if built.dir, built.err = testbin.Build(testbin.Options{Version: testVersion, Static: true}, testbin.MST, testbin.TestServer); built.err != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", built.dir+string(filepath.Separator),
-			"-ldflags=-X github.com/mst-eval/mst/internal/cli.Version="+testVersion,
-			"github.com/mst-eval/mst/cmd/mst", "github.com/mst-eval/mst/internal/testserver/cmd/mcp-testserver")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			built.err = fmt.Errorf("building static mst and mcp-testserver: %v\n%s", err, out)
-			return
-		}
-		built.mst, built.server = filepath.Join(built.dir, "mst"), filepath.Join(built.dir, "mcp-testserver")
+		built.mst, built.server = testbin.Path(built.dir, testbin.MST), testbin.Path(built.dir, testbin.TestServer)
 		var out bytes.Buffer
 		if err := docker.Setup(context.Background(), runner.SetupParams{MST: built.mst, Out: &out}); err != nil {
 			built.err = fmt.Errorf("Setup: %w", err)
@@ -165,6 +157,9 @@ func TestMachine(t *testing.T) {
 	}
 	run := "machinetest-" + docker.RandomHex(4)
 	t.Cleanup(func() { noContainersOf(t, run) })
+	// Each check gets a shard of its own, so the checks' containers, which
+	// run at once, never share a name.
+	var shards atomic.Int32
 	runnertest.RunMachine(t, func(t *testing.T) runner.Machine {
 		r, err := docker.New(t.Context(), runner.Params{
 			Options: map[string]string{docker.OptionImage: busyboxImage}, MST: []string{mst},
@@ -173,7 +168,7 @@ func TestMachine(t *testing.T) {
 		if err != nil {
 			t.Fatalf("New = %v", err)
 		}
-		m, err := docker.CreateContainer(t.Context(), r, run, 0)
+		m, err := docker.CreateContainer(t.Context(), r, run, int(shards.Add(1)))
 		if err != nil {
 			t.Fatalf("creating a container: %v", err)
 		}

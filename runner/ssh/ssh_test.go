@@ -6,10 +6,8 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
-	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"runtime"
@@ -22,6 +20,7 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/mst-eval/mst/internal/sshtest"
+	"github.com/mst-eval/mst/internal/testbin"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/runner/runnertest"
 	sshrunner "github.com/mst-eval/mst/runner/ssh"
@@ -35,35 +34,19 @@ func TestMain(m *testing.M) {
 	// its MCP server: loopback hosts share this file system.
 	runnertest.Serve()
 	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
+	testbin.Clean()
 	os.Exit(code)
 }
 
-var (
-	buildOnce sync.Once
-	buildDir  string
-	buildErr  error
-)
-
-// mstBinary builds ./cmd/mst once, stamped with testVersion.
+// mstBinary builds ./cmd/mst once, stamped with testVersion, and returns
+// its path.
 func mstBinary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		if buildDir, buildErr = os.MkdirTemp("", "mst-ssh-test-"); buildErr != nil {
-			return
-		}
-		cmd := exec.Command("go", "build", "-o", filepath.Join(buildDir, "mst"),
-			"-ldflags=-X github.com/mst-eval/mst/internal/cli.Version="+testVersion, "github.com/mst-eval/mst/cmd/mst")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("building mst: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	dir, err := testbin.Build(testbin.Options{Version: testVersion}, testbin.MST)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return filepath.Join(buildDir, "mst")
+	return testbin.Path(dir, testbin.MST)
 }
 
 // startHost starts an sshd for the test and, when the test ends, checks
