@@ -19,6 +19,7 @@ func TestConformance(t *testing.T) {
 			Model: "offline",
 			Cannot: map[clienttest.Case]string{
 				clienttest.ProviderError: "the offline model calls no provider",
+				clienttest.ProviderDown:  "the offline model calls no provider",
 				clienttest.MaxActions:    "the offline model makes at most one tool call per prompt, so no maxActions (at least 1) is ever reached",
 			},
 		}},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -40,6 +41,9 @@ const (
 	// ProviderError: the provider answers 500, 429 or 401; the trial ends
 	// errored (provider) and the detail says so.
 	ProviderError Case = "provider-error"
+	// ProviderDown: nothing listens at the provider's address; the trial
+	// ends errored (provider), promptly.
+	ProviderDown Case = "provider-down"
 	// MissingServer: a server that cannot start; Open fails with an error
 	// that wraps servers.ErrServer, or the trial ends errored (server),
 	// naming the server either way.
@@ -75,7 +79,7 @@ const (
 
 // Cases lists every case in the order Run runs them.
 func Cases() []Case {
-	return []Case{ToolCall, ToolError, ManyTools, ProviderError, MissingServer, ProgramFails, Timeout,
+	return []Case{ToolCall, ToolError, ManyTools, ProviderError, ProviderDown, MissingServer, ProgramFails, Timeout,
 		MaxActions, Concurrent, StreamableHTTP, MissingProgram, MissingKey, CloseAfterFailedOpen}
 }
 
@@ -142,7 +146,7 @@ func Run(t *testing.T, cfg Config) {
 	}
 	cases := map[Case]func(*testing.T){
 		ToolCall: s.toolCall, ToolError: s.toolError, ManyTools: s.manyTools,
-		ProviderError: s.providerError, MissingServer: s.missingServer, ProgramFails: s.programFails,
+		ProviderError: s.providerError, ProviderDown: s.providerDown, MissingServer: s.missingServer, ProgramFails: s.programFails,
 		Timeout: s.timeout, MaxActions: s.maxActions, Concurrent: s.concurrent,
 		StreamableHTTP: s.streamableHTTP, MissingProgram: s.missingProgram, MissingKey: s.missingKey,
 		CloseAfterFailedOpen: s.closeAfterFailedOpen,
@@ -523,6 +527,29 @@ func (s *suite) providerError(t *testing.T) {
 				t.Errorf("the provider got no request")
 			}
 		})
+	}
+}
+
+// providerDown points the client at an address where nothing listens:
+// the trial ends errored (provider), promptly, with a detail.
+func (s *suite) providerDown(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + l.Addr().String()
+	l.Close()
+	sess := s.mustOpen(t, s.params(t, down, nil, testServer(t, "mst")))
+	res := s.run(t, sess, echoPrompt("x"))
+	o := res.Outcome
+	if o.Status != transcript.Errored || o.Cause != transcript.CauseProvider {
+		t.Errorf("outcome with the provider down = %+v, want errored (provider)", o)
+	}
+	if strings.TrimSpace(o.Detail) == "" {
+		t.Errorf("outcome detail with the provider down is empty, want why")
+	}
+	if res.Answer != "" {
+		t.Errorf("answer with the provider down = %q, want none", res.Answer)
 	}
 }
 

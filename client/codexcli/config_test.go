@@ -69,6 +69,25 @@ func TestParserErrors(t *testing.T) {
 	}
 }
 
+// The CLI waits for an unreachable provider for ever, whatever its retry
+// settings: past requestMaxRetries reports, the parser gives up, and the
+// trial is the provider's failure.
+func TestParserUnreachableProvider(t *testing.T) {
+	for _, tc := range []struct {
+		retries, reports int
+		want             bool
+	}{{0, 1, true}, {2, 2, false}, {2, 3, true}} {
+		p := newParser("hi", 0)
+		p.maxReconnects = tc.retries
+		for range tc.reports {
+			p.line([]byte(`{"type":"error","message":"Reconnecting... waiting for network (Connection failed: error sending request)"}`), time.Now())
+		}
+		if p.unreachable != tc.want || (tc.want && !strings.Contains(p.apiError, "cannot be reached")) || (!tc.want && p.apiError != "") {
+			t.Errorf("%d reconnect reports with requestMaxRetries %d: unreachable %v, apiError %q; want unreachable %v", tc.reports, tc.retries, p.unreachable, p.apiError, tc.want)
+		}
+	}
+}
+
 func TestDefinition(t *testing.T) {
 	d := Definition()
 	if d.Open == nil || d.Available != nil || d.Version == nil || !d.Concurrent {

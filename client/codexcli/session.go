@@ -67,11 +67,12 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 	args = append(args, s.extraArgs...)
 	args = append(args, "--", t.Prompt)
 	p := newParser(t.Prompt, s.opts.MaxActions)
+	p.maxReconnects = *s.opts.RequestMaxRetries
 	proc, err := cliproc.Start(ctx, cliproc.Command{
 		Path: s.bin, Args: args, Env: s.env(), Dir: cwd,
 		StderrTail: 16 << 10, Started: s.onStart,
 		Line:     func(at time.Time, text []byte) { p.line(text, at.UTC()) },
-		StopWhen: func() bool { return p.overLimit },
+		StopWhen: func() bool { return p.overLimit || p.unreachable },
 	})
 	if err != nil {
 		return client.Result{}, fmt.Errorf("codex-cli: starting %s: %w", s.bin, err)
@@ -185,6 +186,12 @@ type parser struct {
 	unparsed   int
 	actions    int
 	overLimit  bool
+	// reconnects counts the CLI's "waiting for network" reports: it waits
+	// for a provider it cannot reach for ever, whatever its retry
+	// settings, so past maxReconnects (requestMaxRetries) the trial ends
+	// (unreachable) as the provider's failure.
+	reconnects, maxReconnects int
+	unreachable               bool
 }
 
 func newParser(prompt string, maxActions int) *parser {
@@ -199,6 +206,14 @@ func newParser(prompt string, maxActions int) *parser {
 func isWarning(msg string) bool {
 	m := strings.ToLower(msg)
 	return strings.Contains(m, "model metadata") && strings.Contains(m, "not found")
+}
+
+// isReconnecting reports whether an error event is the CLI saying it waits
+// to reach the provider ("Reconnecting... waiting for network (Connection
+// failed: …)").
+func isReconnecting(msg string) bool {
+	m := strings.ToLower(msg)
+	return strings.Contains(m, "reconnecting") || strings.Contains(m, "connection failed")
 }
 
 // line reads one event that arrived at now.
@@ -222,9 +237,16 @@ func (p *parser) line(b []byte, now time.Time) {
 		if msg == "" {
 			msg = errorText(e.Error, "error")
 		}
-		if isWarning(msg) {
+		switch {
+		case isWarning(msg):
 			p.warnings = append(p.warnings, msg)
-		} else {
+		case isReconnecting(msg):
+			p.reconnects++
+			if p.reconnects > p.maxReconnects {
+				p.unreachable = true
+				p.fail("the model provider cannot be reached (check clientOptions.baseURL): " + msg)
+			}
+		default:
 			p.fail(msg)
 		}
 	case "item.started", "item.updated", "item.completed":
