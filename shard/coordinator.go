@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"slices"
 	"sort"
@@ -195,6 +196,13 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 				release(m.Acquire)
 				if m.Path == "" {
 					logger.Warn("the worker could not store a trial's transcript; it stays missing", "shard", shard, "trial", m.Key.String())
+					continue
+				}
+				if !fs.ValidPath(m.Path) {
+					// A path that leaves the worker's results (.., /) is
+					// never fetched: the worker is not trusted with the
+					// coordinator's reach into its machine.
+					logger.Warn("the worker named a transcript outside its results; the trial stays missing", "shard", shard, "trial", m.Key.String(), "path", m.Path)
 					continue
 				}
 				var data []byte

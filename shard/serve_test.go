@@ -157,3 +157,35 @@ func labelledGoroutines(value string) (int, string) {
 	}
 	return n, stacks.String()
 }
+
+// TestServeRefusesPathsOutsideResults checks that a worker naming a file
+// outside its results folder (.., an absolute path) gets nothing fetched:
+// the trial stays missing, and the room it held is given back.
+func TestServeRefusesPathsOutsideResults(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		ev := &trialEvents{}
+		c := &shard.Coordinator{MSTVersion: "test", Events: ev, Logger: discardLogger()}
+		var fetched []string
+		fetch := func(ctx context.Context, path string) ([]byte, error) {
+			fetched = append(fetched, path)
+			return []byte("{}"), nil
+		}
+		w := startServe(t, t.Context(), c, 0, fetch)
+		w.sendMsg(helloFrom("test", 0))
+		bad := []string{"../../etc/passwd", "/etc/passwd", "transcripts/../../x.json", "transcripts//v/x.json"}
+		for i, p := range bad {
+			k := transcript.Key{Case: fmt.Sprint("c", i), Variant: "v", Trial: 1}
+			w.sendMsg(&shard.Acquire{ID: int64(i + 1), Key: k})
+			synctest.Wait()
+			w.sendMsg(&shard.Trial{Acquire: int64(i + 1), Key: k, Status: transcript.Answered, Path: p})
+		}
+		w.sendMsg(&shard.Done{Counts: transcript.Counts{Planned: len(bad)}, CleanupOK: true})
+		if _, err := w.wait(); err != nil {
+			t.Fatalf("Serve(trials with paths outside the results) = %v, want no error", err)
+		}
+		if len(fetched) != 0 || len(ev.got()) != 0 {
+			t.Errorf("Serve fetched %q and reported %d trials, want nothing for paths %q", fetched, len(ev.got()), bad)
+		}
+	})
+}
