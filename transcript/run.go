@@ -84,6 +84,7 @@ type Counts struct {
 	TimedOut  int `json:"timedOut"`
 	Errored   int `json:"errored"`
 	Cancelled int `json:"cancelled"`
+	Skipped   int `json:"skipped,omitempty"`
 	Missing   int `json:"missing"`
 }
 
@@ -100,10 +101,12 @@ func (c *Counts) Add(status string) {
 		c.Errored++
 	case Cancelled:
 		c.Cancelled++
+	case Skipped:
+		c.Skipped++
 	}
 }
 
 // Done is the number of trials that have a transcript.
 func (c Counts) Done() int {
-	return c.Answered + c.NoAnswer + c.TimedOut + c.Errored + c.Cancelled
+	return c.Answered + c.NoAnswer + c.TimedOut + c.Errored + c.Cancelled + c.Skipped
 }

@@ -23,6 +23,10 @@ const (
 	TimedOut  = "timed-out" // the trial's timeout passed before an answer
 	Errored   = "errored"   // infrastructure failed; Cause says which part
 	Cancelled = "cancelled" // the run was interrupted while the trial ran
+	// Skipped: the trial never started because its variant was stopped
+	// (its first trials all errored with one cause); Detail says why.
+	// Like cancelled, it is never graded and --resume runs it again.
+	Skipped = "skipped"
 )
 
 // Causes of an errored trial.
