@@ -43,6 +43,7 @@ type Definition struct {
 	// Timeout is the trial timeout the client's trials get when neither the
 	// variant nor the case sets clientOptions.timeout; zero means none. It
 	// must agree with the default of "timeout" in Options (a test checks).
+	// Every built-in client has one: a trial always has a deadline.
 	Timeout time.Duration
 	// KeyVars names the environment variables the client reads keys from
 	// whatever the model ("ANTHROPIC_API_KEY" for claude-code). The plan
@@ -52,7 +53,10 @@ type Definition struct {
 	// ProviderKeys is true when the client reads the key of its model's
 	// provider, as the provider registry names it (the api client:
 	// ANTHROPIC_API_KEY for anthropic/ models). clientOptions.apiKeyEnv,
-	// lifted out by the plan, names another variable (OpenParams.KeyEnv).
+	// lifted out by the plan, names another variable (OpenParams.KeyEnv),
+	// and clientOptions.baseURL, when the client has it, is the provider's
+	// address: the plan refuses a run whose key is required
+	// (provider.Definition.KeyRequired) and set nowhere.
 	ProviderKeys bool
 	// Concurrent is true when one Session may run several trials at once.
 	Concurrent bool

@@ -23,7 +23,20 @@
 //
 // Graders hold no state: Grade may be called from any goroutine and never
 // changes the transcript. Trial applies a list of graders to one transcript
-// and decides whether the trial passed; errored and cancelled trials are not
-// graded at all, because an infrastructure failure is neither a pass nor a
-// failure.
+// and decides whether the trial passed. Only an answered trial can pass;
+// no-answer and timed-out trials are graded and always fail (their results
+// are kept, with the reason); errored, cancelled and skipped trials are not
+// graded at all, because a trial that could not run properly is neither a
+// pass nor a failure. docs/grading.md states the rule for users.
+//
+// Graders that name tools implement Referrer. Before the first trial, the
+// readiness check compares what they name with the tools the variant's
+// servers list (CheckRefs), so a misspelt tool name is refused instead of
+// passing or failing every trial.
+//
+// Graders compare in redacted space: the transcripts they read are stored
+// with every secret value replaced by [redacted:NAME], so RedactSpec
+// applies the same redaction to a spec's expected values before Parse.
+// A grade made as the run goes and a regrade of the stored transcript
+// then agree, and no Name or Detail shows a secret.
 package grade

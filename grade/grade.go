@@ -3,7 +3,9 @@ package grade
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mst-eval/mst/transcript"
 )
@@ -30,12 +32,17 @@ type Result struct {
 // transcript a report needs, so a report is built from grades alone.
 type TrialGrade struct {
 	transcript.Key
-	// Graded is false for errored and cancelled trials: infrastructure
-	// failures are neither passes nor failures.
+	// Graded is false for errored, cancelled and skipped trials (and
+	// unknown statuses): they are neither passes nor failures.
 	Graded bool `json:"graded"`
-	// Passed is true when the trial was graded and every result passed.
+	// Passed is true when the trial was answered, was graded and every
+	// result passed.
 	Passed  bool     `json:"passed"`
 	Results []Result `json:"results,omitempty"`
+	// Failed says why a graded trial failed when its results do not: a
+	// no-answer or timed-out trial fails whatever its graders said. It is
+	// empty otherwise.
+	Failed string `json:"failed,omitempty"`
 	// Trial is what the transcript said; it is zero in the grades of runs
 	// made before it was recorded (Status is then empty).
 	Trial Summary `json:"transcript,omitzero"`
@@ -55,6 +62,10 @@ type Summary struct {
 	OutputTokens int64   `json:"outputTokens,omitempty"`
 	DurationMs   float64 `json:"durationMs,omitempty"`
 	ToolCalls    int     `json:"toolCalls,omitempty"`
+	// Detail is the first line of the outcome's detail (an error message,
+	// why a trial was skipped), cut to summaryDetailMax bytes, so a report
+	// can show why trials were not graded without their transcripts.
+	Detail string `json:"detail,omitempty"`
 	// Ended is when the trial ended: it tells a grade of an older
 	// transcript of the same trial from one of the transcript stored now.
 	Ended time.Time `json:"ended,omitzero"`
@@ -66,37 +77,71 @@ func Summarize(t *transcript.Transcript) Summary {
 		Status: t.Outcome.Status, Cause: t.Outcome.Cause, Client: t.Client.Name, Model: t.Model,
 		InputTokens: t.Usage.InputTokens, OutputTokens: t.Usage.OutputTokens,
 		DurationMs: t.Timing.DurationMs, ToolCalls: len(t.ToolCalls), Ended: t.Timing.Ended,
+		Detail: summaryDetail(t.Outcome.Detail),
 	}
+}
+
+// summaryDetailMax bounds Summary.Detail in bytes.
+const summaryDetailMax = 300
+
+// summaryDetail returns the first non-blank line of detail, trimmed, and
+// cut to at most summaryDetailMax bytes without splitting a UTF-8 sequence
+// (a cut line ends in "…", which the bound includes).
+func summaryDetail(detail string) string {
+	line := ""
+	for l := range strings.Lines(detail) {
+		if l = strings.TrimSpace(l); l != "" {
+			line = l
+			break
+		}
+	}
+	if len(line) <= summaryDetailMax {
+		return line
+	}
+	const ellipsis = "…"
+	cut := summaryDetailMax - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(line[cut]) {
+		cut--
+	}
+	return line[:cut] + ellipsis
 }
 
 // Trial grades one transcript with graders, in order.
 //
-// Answered, no-answer and timed-out trials are graded. A trial without an
-// answer fails every grader of the answer because its Answer is empty, but
-// may pass graders of tool calls. A graded trial passes when there is at
-// least one grader and all of them pass; with no graders at all, an answered
-// trial passes and the others fail. Errored and cancelled trials (and
-// transcripts with an unknown status) are not graded and have no results.
+// Which outcomes are graded:
+//
+//   - answered: graded; it passes when every grader passes (with no
+//     graders at all, it passes).
+//   - no-answer and timed-out: graded, and always failed. Every grader
+//     still runs and its result is kept, so a reader sees what the trial
+//     did (a tool it called, say), and Failed says why the trial failed
+//     even when every grader passed. Only an answered trial can pass.
+//   - errored, cancelled, skipped, and any other or empty status: not
+//     graded and without results. An infrastructure failure, an
+//     interrupted or a never-started trial is neither a pass nor a
+//     failure; pass rates leave it out.
 func Trial(t *transcript.Transcript, graders []Grader) TrialGrade {
 	g := TrialGrade{Key: t.Key, Trial: Summarize(t)}
-	switch t.Outcome.Status {
+	status := t.Outcome.Status
+	switch status {
 	case transcript.Answered, transcript.NoAnswer, transcript.TimedOut:
 	default:
 		return g
 	}
 	g.Graded = true
-	if len(graders) == 0 {
-		g.Passed = t.Outcome.Status == transcript.Answered
-		return g
+	g.Passed = status == transcript.Answered
+	if len(graders) > 0 {
+		g.Results = make([]Result, 0, len(graders))
 	}
-	g.Passed = true
-	g.Results = make([]Result, 0, len(graders))
 	for _, gr := range graders {
 		r := gr.Grade(t)
 		g.Results = append(g.Results, r)
 		if !r.Passed {
 			g.Passed = false
 		}
+	}
+	if status != transcript.Answered {
+		g.Failed = "the trial ended " + status + ", without an answer; only an answered trial can pass"
 	}
 	return g
 }

@@ -2,6 +2,7 @@ package grade
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -165,7 +166,7 @@ func TestGrade(t *testing.T) {
 		{"matches, timed out", `{"answerMatches": "."}`, timedOut, false, "there is no answer (the trial ended timed-out)"},
 
 		{"called", `{"toolCalled": "get_forecast"}`, weather, true, ""},
-		{"called, timed out", `{"toolCalled": "get_forecast"}`, timedOut, true, ""},
+		{"called, timed out (the grader passes; Trial fails the trial)", `{"toolCalled": "get_forecast"}`, timedOut, true, ""},
 		{"called 0 times", `{"toolCalled": "get_alerts"}`, weather, false, "get_alerts was called 0 times"},
 		{"called on server", `{"toolCalled": {"tool": "get_forecast", "server": "weather"}}`, weather, true, ""},
 		{"called on other server", `{"toolCalled": {"tool": "get_forecast", "server": "meteo"}}`, weather, false,
@@ -256,6 +257,9 @@ func TestTrial(t *testing.T) {
 	}
 	called := Result{Grader: "toolCalled get_forecast", Passed: true}
 	graders := []string{`{"answerContains": "12°C"}`, `{"toolCalled": "get_forecast"}`}
+	failed := func(status string) string {
+		return "the trial ended " + status + ", without an answer; only an answered trial can pass"
+	}
 	tests := []struct {
 		name    string
 		t       *transcript.Transcript
@@ -267,17 +271,18 @@ func TestTrial(t *testing.T) {
 		{"answered fails one", tr(transcript.Answered, "warm"), graders,
 			TrialGrade{Key: key, Graded: true, Results: []Result{containsFail, called}}},
 		{"no answer fails answer graders", tr(transcript.NoAnswer, ""), graders,
-			TrialGrade{Key: key, Graded: true, Results: []Result{containsNone(transcript.NoAnswer), called}}},
+			TrialGrade{Key: key, Graded: true, Results: []Result{containsNone(transcript.NoAnswer), called}, Failed: failed(transcript.NoAnswer)}},
 		{"timed out fails answer graders", tr(transcript.TimedOut, ""), graders,
-			TrialGrade{Key: key, Graded: true, Results: []Result{containsNone(transcript.TimedOut), called}}},
-		{"timed out passes tool graders", tr(transcript.TimedOut, ""), graders[1:],
-			TrialGrade{Key: key, Graded: true, Passed: true, Results: []Result{called}}},
+			TrialGrade{Key: key, Graded: true, Results: []Result{containsNone(transcript.TimedOut), called}, Failed: failed(transcript.TimedOut)}},
+		{"timed out fails though its tool graders pass", tr(transcript.TimedOut, ""), graders[1:],
+			TrialGrade{Key: key, Graded: true, Results: []Result{called}, Failed: failed(transcript.TimedOut)}},
 		{"errored is not graded", tr(transcript.Errored, ""), graders, TrialGrade{Key: key}},
 		{"cancelled is not graded", tr(transcript.Cancelled, ""), graders, TrialGrade{Key: key}},
+		{"skipped is not graded", tr(transcript.Skipped, ""), graders, TrialGrade{Key: key}},
 		{"unknown status is not graded", tr("exploded", ""), graders, TrialGrade{Key: key}},
 		{"no graders, answered passes", tr(transcript.Answered, "x"), nil, TrialGrade{Key: key, Graded: true, Passed: true}},
-		{"no graders, no answer fails", tr(transcript.NoAnswer, ""), nil, TrialGrade{Key: key, Graded: true}},
-		{"no graders, timed out fails", tr(transcript.TimedOut, ""), nil, TrialGrade{Key: key, Graded: true}},
+		{"no graders, no answer fails", tr(transcript.NoAnswer, ""), nil, TrialGrade{Key: key, Graded: true, Failed: failed(transcript.NoAnswer)}},
+		{"no graders, timed out fails", tr(transcript.TimedOut, ""), nil, TrialGrade{Key: key, Graded: true, Failed: failed(transcript.TimedOut)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -350,5 +355,91 @@ func TestParseAll(t *testing.T) {
 				t.Errorf("ParseAll(%v) names (-want +got):\n%s", tt.specs, diff)
 			}
 		})
+	}
+}
+
+// TestTrialEveryOutcome runs every outcome against every kind of grader,
+// each once with a spec the transcript satisfies and once with one it does
+// not. Only an answered trial can pass; no-answer and timed-out trials are
+// graded, keep their results and fail with a reason; the rest are not
+// graded. The transcripts all hold an answer and a tool call, so a trial
+// that passes does so only because of its status.
+func TestTrialEveryOutcome(t *testing.T) {
+	t.Parallel()
+	outcomes := []transcript.Outcome{
+		{Status: transcript.Answered},
+		{Status: transcript.NoAnswer},
+		{Status: transcript.TimedOut},
+		{Status: transcript.Errored, Cause: transcript.CauseClient},
+		{Status: transcript.Errored, Cause: transcript.CauseServer},
+		{Status: transcript.Errored, Cause: transcript.CauseProvider},
+		{Status: transcript.Errored, Cause: transcript.CauseRunner},
+		{Status: transcript.Errored},
+		{Status: transcript.Cancelled},
+		{Status: transcript.Skipped},
+		{Status: "exploded"},
+		{Status: ""},
+	}
+	kinds := []struct {
+		kind       string
+		pass, fail string // specs; empty for no grader at all
+	}{
+		{"answerContains", `{"answerContains": "12°C"}`, `{"answerContains": "Bergen"}`},
+		{"answerMatches", `{"answerMatches": "\\d+°C"}`, `{"answerMatches": "^Bergen"}`},
+		{"toolCalled", `{"toolCalled": {"tool": "get_forecast", "arguments": {"city": "Oslo"}}}`, `{"toolCalled": "get_alerts"}`},
+		{"toolNotCalled", `{"toolNotCalled": "delete_file"}`, `{"toolNotCalled": "get_forecast"}`},
+		{"maxToolCalls", `{"maxToolCalls": 1}`, `{"maxToolCalls": 0}`},
+		{"none", "", ""},
+	}
+	for _, o := range outcomes {
+		for _, k := range kinds {
+			for _, satisfied := range []bool{true, false} {
+				spec := k.pass
+				if !satisfied {
+					spec = k.fail
+				}
+				if k.kind == "none" && !satisfied {
+					continue
+				}
+				name := fmt.Sprintf("%s(%s)/%s/satisfied=%t", o.Status, o.Cause, k.kind, satisfied)
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					tr := &transcript.Transcript{
+						Key:       transcript.Key{Case: "oslo", Variant: "v", Trial: 1},
+						Answer:    "It will be 12°C in Oslo.",
+						ToolCalls: []transcript.ToolCall{call("weather", "get_forecast", `{"city":"Oslo"}`)},
+						Outcome:   o,
+					}
+					var gs []Grader
+					if spec != "" {
+						gs = append(gs, mustParse(t, spec))
+					}
+					got := Trial(tr, gs)
+					switch o.Status {
+					case transcript.Answered:
+						if !got.Graded || got.Passed != satisfied || got.Failed != "" || len(got.Results) != len(gs) {
+							t.Errorf("Trial(answered, %s) = %+v, want graded, passed %t, %d results, no Failed", spec, got, satisfied, len(gs))
+						}
+					case transcript.NoAnswer, transcript.TimedOut:
+						if !got.Graded || got.Passed {
+							t.Errorf("Trial(%s, %s) = %+v, want graded and failed", o.Status, spec, got)
+						}
+						if len(got.Results) != len(gs) || (len(gs) == 1 && got.Results[0].Passed != gs[0].Grade(tr).Passed) {
+							t.Errorf("Trial(%s, %s).Results = %+v, want the grader's own result kept", o.Status, spec, got.Results)
+						}
+						if !strings.Contains(got.Failed, o.Status) || !strings.Contains(got.Failed, "only an answered trial can pass") {
+							t.Errorf("Trial(%s, %s).Failed = %q, want the status and the rule", o.Status, spec, got.Failed)
+						}
+					default:
+						if got.Graded || got.Passed || got.Results != nil || got.Failed != "" {
+							t.Errorf("Trial(%q, %s) = %+v, want not graded, no results", o.Status, spec, got)
+						}
+					}
+					if got.Trial.Status != o.Status || got.Trial.Cause != o.Cause {
+						t.Errorf("Trial(%q).Trial = %+v, want the transcript's status and cause", o.Status, got.Trial)
+					}
+				})
+			}
+		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	suggestpkg "github.com/mst-eval/mst/internal/suggest"
 	"io"
 	"math"
 	"math/big"
@@ -14,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	suggestpkg "github.com/mst-eval/mst/internal/suggest"
 )
 
 // Names of the graders, as spec keys.
@@ -116,11 +117,28 @@ func parseAnswerMatches(v json.RawMessage) (Grader, error) {
 	if pattern == "" {
 		return nil, fmt.Errorf("%s: the regular expression must not be empty (it matches every answer)", keyAnswerMatches)
 	}
-	re, err := regexp.Compile(pattern)
+	re, err := regexp.Compile(literalLabels(pattern))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s", keyAnswerMatches, describeRegexpError(pattern, err))
 	}
 	return answerMatches{re: re}, nil
+}
+
+// redactedLabel is the label redaction leaves where a secret value was,
+// unescaped in a regular expression.
+var redactedLabel = regexp.MustCompile(`\\?\[redacted:[A-Za-z_][A-Za-z0-9_]*\]`)
+
+// literalLabels escapes every [redacted:NAME] label in a pattern, so it
+// matches the label itself: a pattern whose secret value was redacted
+// still matches the redacted answer, rather than turning into a character
+// class. A label already escaped (\[redacted:NAME\]) is left alone.
+func literalLabels(pattern string) string {
+	return redactedLabel.ReplaceAllStringFunc(pattern, func(m string) string {
+		if strings.HasPrefix(m, `\`) {
+			return m
+		}
+		return regexp.QuoteMeta(m)
+	})
 }
 
 // describeRegexpError explains a compile error of pattern in words, with the

@@ -1,6 +1,9 @@
 package report
 
 import (
+	"cmp"
+	"slices"
+
 	"github.com/mst-eval/mst/transcript"
 )
 
@@ -18,6 +21,80 @@ type variantAcc struct {
 	output    int64
 	durations []float64
 	toolCalls int
+	groups    map[groupKey]*groupAcc
+}
+
+// groupKey names one group of trials that were not graded.
+type groupKey struct{ status, cause string }
+
+// groupAcc accumulates one group: its size, its earliest trial and its
+// earliest trial with a message.
+type groupAcc struct {
+	count          int
+	first, withMsg *placed
+}
+
+// placed is a trial with its position in the plan.
+type placed struct {
+	caseIndex int
+	key       transcript.Key
+	detail    string
+}
+
+// before orders trials by case in dataset order, then trial index.
+func (p placed) before(q *placed) bool {
+	return q == nil || p.caseIndex < q.caseIndex || p.caseIndex == q.caseIndex && p.key.Trial < q.key.Trial
+}
+
+// add counts t in its group.
+func (a *variantAcc) add(ci int, t Trial) {
+	if a.groups == nil {
+		a.groups = map[groupKey]*groupAcc{}
+	}
+	k := groupKey{t.Status, t.Cause}
+	g := a.groups[k]
+	if g == nil {
+		g = &groupAcc{}
+		a.groups[k] = g
+	}
+	g.count++
+	p := placed{caseIndex: ci, key: t.Key, detail: t.Detail}
+	if p.before(g.first) {
+		g.first = &p
+	}
+	if p.detail != "" && p.before(g.withMsg) {
+		g.withMsg = &p
+	}
+}
+
+// errorGroups lists a's groups: errored by cause (client, server,
+// provider, runner, then others by name), then skipped by cause likewise.
+func (a variantAcc) errorGroups() []ErrorGroup {
+	out := []ErrorGroup{}
+	for k, g := range a.groups {
+		p := g.first
+		if g.withMsg != nil {
+			p = g.withMsg
+		}
+		out = append(out, ErrorGroup{Status: k.status, Cause: k.cause, Count: g.count, First: p.key, Detail: p.detail})
+	}
+	rank := func(e ErrorGroup) (int, int) {
+		st := 0
+		if e.Status == transcript.Skipped {
+			st = 1
+		}
+		c := slices.Index([]string{transcript.CauseClient, transcript.CauseServer, transcript.CauseProvider, transcript.CauseRunner}, e.Cause)
+		if c < 0 {
+			c = 4
+		}
+		return st, c
+	}
+	slices.SortFunc(out, func(x, y ErrorGroup) int {
+		xs, xc := rank(x)
+		ys, yc := rank(y)
+		return cmp.Or(cmp.Compare(xs, ys), cmp.Compare(xc, yc), cmp.Compare(x.Cause, y.Cause))
+	})
+	return out
 }
 
 // Build computes the report of one run. It never fails: an empty or partial
@@ -117,8 +194,14 @@ func Build(in Input) Report {
 			}
 		case transcript.Cancelled:
 			a.outcomes.Cancelled++
+		case transcript.Skipped:
+			a.outcomes.Skipped++
 		default:
 			a.outcomes.Other++
+		}
+		switch t.Status {
+		case transcript.Errored, transcript.Skipped:
+			a.add(ci, t)
 		}
 		switch t.Status {
 		case transcript.Answered, transcript.NoAnswer, transcript.TimedOut:
@@ -145,7 +228,7 @@ func Build(in Input) Report {
 
 	r.Variants = make([]VariantStats, len(variants))
 	for vi, v := range variants {
-		r.Variants[vi] = variantStats(v, accs[vi], cells, complete, vi, len(cases)*k)
+		r.Variants[vi] = variantStats(v, accs[vi], cells, complete, vi, len(cases)*k, k)
 	}
 
 	r.Cases = make([]CaseRow, len(cases))
@@ -169,7 +252,8 @@ func Build(in Input) Report {
 }
 
 // variantStats computes the numbers of variant vi.
-func variantStats(v VariantInfo, a variantAcc, cells [][]cell, complete []bool, vi, planned int) VariantStats {
+// k is the trials per case.
+func variantStats(v VariantInfo, a variantAcc, cells [][]cell, complete []bool, vi, planned, k int) VariantStats {
 	s := VariantStats{
 		Variant:     v.Name,
 		Client:      v.Client,
@@ -180,35 +264,45 @@ func variantStats(v VariantInfo, a variantAcc, cells [][]cell, complete []bool, 
 		Missing:     planned - a.trials,
 		Outcomes:    a.outcomes,
 		Errors:      a.errors,
+		ErrorGroups: a.errorGroups(),
 		Tokens:      Tokens{Input: a.input, Output: a.output},
 		ToolCalls:   ToolCallStats{Total: a.toolCalls},
 	}
-	var withGraded, anyPassed, allPassed int
+	// The cases that count: complete, with at least one graded trial.
+	var counted []cell
 	for ci, row := range cells {
-		if !complete[ci] {
-			continue
+		if complete[ci] && row[vi].graded > 0 {
+			counted = append(counted, row[vi])
 		}
-		c := row[vi]
+	}
+	for _, c := range counted {
 		s.Passed += c.passed
 		s.Graded += c.graded
-		if c.graded > 0 {
-			withGraded++
-			if c.passed > 0 {
-				anyPassed++
-			}
-			if c.passed == c.graded {
-				allPassed++
-			}
-		}
 	}
+	s.Cases = len(counted)
 	if s.Graded > 0 {
 		s.PassRate = ptr(float64(s.Passed) / float64(s.Graded))
-		iv := wilson(s.Passed, s.Graded)
-		s.Interval = &iv
+		cw := clusterWilson(counted)
+		s.Interval = &cw.interval
+		s.DesignEffect = ptr(cw.designEffect)
+		s.EffectiveTrials = ptr(cw.effective)
 	}
-	if withGraded > 0 {
-		s.PassAtK = ptr(float64(anyPassed) / float64(withGraded))
-		s.PassHatK = ptr(float64(allPassed) / float64(withGraded))
+	s.PassK = make([]PassK, k)
+	for j := range k {
+		pk := PassK{K: j + 1}
+		var at, hat float64
+		for _, c := range counted {
+			if c.graded >= pk.K {
+				pk.Cases++
+				at += passAtK(c.graded, c.passed, pk.K)
+				hat += passHatK(c.graded, c.passed, pk.K)
+			}
+		}
+		if pk.Cases > 0 {
+			pk.PassAt = ptr(at / float64(pk.Cases))
+			pk.PassHat = ptr(hat / float64(pk.Cases))
+		}
+		s.PassK[j] = pk
 	}
 	if a.trials > 0 {
 		s.Tokens.MeanInput = ptr(float64(a.input) / float64(a.trials))

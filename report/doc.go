@@ -13,11 +13,23 @@
 //     has a transcript. Pass rates, the per-case matrix's differences and the
 //     comparisons count complete cases only, so a partial run never compares
 //     variants on different cases.
-//   - Only graded trials count towards a pass rate: errored and cancelled
-//     trials are infrastructure failures, reported apart by outcome and cause.
-//   - A pass rate comes with a 95% Wilson score interval. Two variants are
-//     compared case by case (paired): the mean difference of per-case pass
-//     fractions, a 95% percentile bootstrap interval of it (2000 resamples,
-//     fixed seed, so the same input always gives the same interval), and an
-//     exact two-sided sign test over the cases where they differ.
+//   - Only graded trials count towards a pass rate: errored, cancelled and
+//     skipped trials are infrastructure failures, reported apart by outcome
+//     and cause, with the first message of each cause.
+//   - A pass rate comes with a 95% Wilson score interval computed on an
+//     effective number of trials: the graded trials divided by a design
+//     effect, the cluster-robust (CR1) variance of the pass rate with cases
+//     as clusters over its variance with independent trials. Trials of one
+//     case are alike, so the interval is wider than if they were not; with
+//     one trial per case it is the plain Wilson interval.
+//   - pass@k and pass^k, for k = 1 … trials per case, are the unbiased
+//     per-case estimates averaged over the complete cases with at least k
+//     graded trials.
+//   - Two variants are compared case by case (paired): the mean difference
+//     of per-case pass fractions, a 95% percentile bootstrap interval of it
+//     (2000 resamples, fixed seed, so the same input always gives the same
+//     interval), and an exact two-sided sign test over the cases where they
+//     differ.
+//
+// docs/statistics.md gives every formula.
 package report

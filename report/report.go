@@ -7,10 +7,13 @@ import (
 	"github.com/mst-eval/mst/transcript"
 )
 
-// Kind and Version identify the JSON form of a Report.
+// Kind and Version identify the JSON form of a Report. Version 2 replaced
+// each variant's passAtK and passHatK numbers with the passK list, and
+// added cases, designEffect, effectiveTrials, errorGroups and
+// outcomes.skipped.
 const (
 	Kind    = "mst.report"
-	Version = 1
+	Version = 2
 )
 
 // Trial is what a report needs from one transcript and its grade.
@@ -19,6 +22,8 @@ type Trial struct {
 	// Status is the outcome status; Cause is set when it is errored.
 	Status string `json:"status"`
 	Cause  string `json:"cause,omitempty"`
+	// Detail is the first line of the outcome's detail (grade.Summary).
+	Detail string `json:"detail,omitempty"`
 	// Graded and Passed come from grade.TrialGrade.
 	Graded       bool    `json:"graded"`
 	Passed       bool    `json:"passed"`
@@ -35,6 +40,7 @@ func NewTrial(g grade.TrialGrade) Trial {
 		Key:          g.Key,
 		Status:       g.Trial.Status,
 		Cause:        g.Trial.Cause,
+		Detail:       g.Trial.Detail,
 		Graded:       g.Graded,
 		Passed:       g.Graded && g.Passed,
 		InputTokens:  g.Trial.InputTokens,
@@ -106,23 +112,35 @@ type VariantStats struct {
 	Description string `json:"description,omitempty"`
 	// PassRate is Passed/Graded, null when nothing was graded.
 	PassRate *float64 `json:"passRate"`
-	// Interval is the 95% Wilson score interval of PassRate, null with it.
+	// Interval is the 95% Wilson score interval of PassRate computed on
+	// EffectiveTrials instead of Graded, so that it allows for the trials
+	// of one case being alike; null with PassRate.
 	Interval *Interval `json:"interval"`
-	// Passed and Graded count graded trials of complete cases.
+	// Passed and Graded count graded trials of complete cases; Cases counts
+	// the complete cases with at least one graded trial.
 	Passed int `json:"passed"`
 	Graded int `json:"graded"`
+	Cases  int `json:"cases"`
+	// DesignEffect is the cluster-robust (CR1) variance of PassRate over
+	// cases divided by its variance were every trial independent, at least
+	// 1; EffectiveTrials is Graded/DesignEffect. Both are null with
+	// PassRate. docs/statistics.md says when the effect is taken as 1.
+	DesignEffect    *float64 `json:"designEffect"`
+	EffectiveTrials *float64 `json:"effectiveTrials"`
 	// Trials counts transcripts present, of all cases; Planned and Missing
 	// count the plan.
 	Trials  int `json:"trials"`
 	Planned int `json:"planned"`
 	Missing int `json:"missing"`
-	// PassAtK is the share of complete cases (with a graded trial) where at
-	// least one graded trial passed; PassHatK where every graded trial
-	// passed. K is the trials per case.
-	PassAtK  *float64 `json:"passAtK"`
-	PassHatK *float64 `json:"passHatK"`
+	// PassK holds pass@k and pass^k for k = 1 … trials per case.
+	PassK    []PassK  `json:"passK"`
 	Outcomes Outcomes `json:"outcomes"`
 	Errors   Errors   `json:"errors"`
+	// ErrorGroups group the errored and the skipped trials of the variant
+	// (of every case, complete or not) by outcome and cause, errored ones
+	// first by cause (client, server, provider, runner, other), then the
+	// skipped ones. It is empty, not null, when there are none.
+	ErrorGroups []ErrorGroup `json:"errorGroups"`
 	// Tokens count every transcript present; the means are per transcript.
 	Tokens Tokens `json:"tokens"`
 	// LatencyMs and ToolCalls cover trials that ran to an end (answered,
@@ -130,6 +148,36 @@ type VariantStats struct {
 	// little about the variant.
 	LatencyMs Latency       `json:"latencyMs"`
 	ToolCalls ToolCallStats `json:"toolCalls"`
+}
+
+// PassK is pass@k and pass^k of one variant for one k, estimated without
+// bias per case from its n graded trials of which c passed, then averaged
+// over Cases: the complete cases with at least k graded trials.
+type PassK struct {
+	K     int `json:"k"`
+	Cases int `json:"cases"`
+	// PassAt is pass@k, the chance that at least one of k trials drawn
+	// without replacement from a case's graded trials passes:
+	// 1 − C(n−c, k)/C(n, k). Null when Cases is 0.
+	PassAt *float64 `json:"passAt"`
+	// PassHat is pass^k, the chance that all k such trials pass:
+	// C(c, k)/C(n, k). Null when Cases is 0.
+	PassHat *float64 `json:"passHat"`
+}
+
+// ErrorGroup is the errored trials of one cause, or the skipped trials of
+// one cause, of one variant.
+type ErrorGroup struct {
+	// Status is errored or skipped; Cause is the outcome's cause (empty
+	// when the transcripts name none).
+	Status string `json:"status"`
+	Cause  string `json:"cause,omitempty"`
+	Count  int    `json:"count"`
+	// First is the first trial of the group with a message (cases in
+	// dataset order, then by trial index), or the first trial when none
+	// has one; Detail is its message, as stored (redacted).
+	First  transcript.Key `json:"first"`
+	Detail string         `json:"detail,omitempty"`
 }
 
 // Interval is a closed interval [Low, High].
@@ -145,6 +193,7 @@ type Outcomes struct {
 	TimedOut  int `json:"timedOut"`
 	Errored   int `json:"errored"`
 	Cancelled int `json:"cancelled"`
+	Skipped   int `json:"skipped"`
 	// Other counts statuses this MST does not know.
 	Other int `json:"other,omitempty"`
 }

@@ -74,24 +74,34 @@ func TestBuildVariants(t *testing.T) {
 	want := []VariantStats{
 		{
 			Variant: "terse", Client: "api", Model: "offline", Description: "short descriptions",
-			PassRate: f(3.0 / 5), Interval: &Interval{Low: 0.2307, High: 0.8824},
-			Passed: 3, Graded: 5, Trials: 7, Planned: 8, Missing: 1,
-			PassAtK: f(2.0 / 3), PassHatK: f(1.0 / 3),
-			Outcomes:  Outcomes{Answered: 6, Errored: 1},
-			Errors:    Errors{Provider: 1},
+			// c1 1/2, c2 2/2, c3 0/1: the trials of c1 and c3 disagree
+			// little, so the design effect is only 1.04.
+			PassRate: f(3.0 / 5), Interval: &Interval{Low: 0.2261, High: 0.8851},
+			Passed: 3, Graded: 5, Cases: 3, DesignEffect: f(1.04), EffectiveTrials: f(5 / 1.04),
+			Trials: 7, Planned: 8, Missing: 1,
+			PassK:    []PassK{{K: 1, Cases: 3, PassAt: f(0.5), PassHat: f(0.5)}, {K: 2, Cases: 2, PassAt: f(1), PassHat: f(0.5)}},
+			Outcomes: Outcomes{Answered: 6, Errored: 1},
+			Errors:   Errors{Provider: 1},
+			ErrorGroups: []ErrorGroup{
+				{Status: transcript.Errored, Cause: transcript.CauseProvider, Count: 1, First: transcript.Key{Case: "c3", Variant: "terse", Trial: 1}},
+			},
 			Tokens:    Tokens{Input: 7000, Output: 700, MeanInput: f(1000), MeanOutput: f(100)},
 			LatencyMs: Latency{Mean: f(9000.0 / 6), P50: f(1500), P95: f(2000)},
 			ToolCalls: ToolCallStats{Total: 9, Mean: f(1.5)},
 		},
 		{
 			Variant: "clear", Client: "api", Model: "offline",
+			// c1 2/2, c2 2/2, c3 1/2: fewer passes within a case than
+			// across cases would give an effect below 1, taken as 1.
 			PassRate: f(5.0 / 6), Interval: &Interval{Low: 0.4365, High: 0.9699},
-			Passed: 5, Graded: 6, Trials: 8, Planned: 8, Missing: 0,
-			PassAtK: f(1), PassHatK: f(2.0 / 3),
-			Outcomes:  Outcomes{Answered: 7, TimedOut: 1},
-			Tokens:    Tokens{Input: 8000, Output: 800, MeanInput: f(1000), MeanOutput: f(100)},
-			LatencyMs: Latency{Mean: f(1500), P50: f(1500), P95: f(2000)},
-			ToolCalls: ToolCallStats{Total: 12, Mean: f(1.5)},
+			Passed: 5, Graded: 6, Cases: 3, DesignEffect: f(1), EffectiveTrials: f(6),
+			Trials: 8, Planned: 8, Missing: 0,
+			PassK:       []PassK{{K: 1, Cases: 3, PassAt: f(5.0 / 6), PassHat: f(5.0 / 6)}, {K: 2, Cases: 3, PassAt: f(1), PassHat: f(2.0 / 3)}},
+			Outcomes:    Outcomes{Answered: 7, TimedOut: 1},
+			ErrorGroups: []ErrorGroup{},
+			Tokens:      Tokens{Input: 8000, Output: 800, MeanInput: f(1000), MeanOutput: f(100)},
+			LatencyMs:   Latency{Mean: f(1500), P50: f(1500), P95: f(2000)},
+			ToolCalls:   ToolCallStats{Total: 12, Mean: f(1.5)},
 		},
 	}
 	if diff := cmp.Diff(want, r.Variants, cmpopts.EquateApprox(0, 5e-5)); diff != "" {
@@ -305,13 +315,17 @@ func TestJSONKeys(t *testing.T) {
 		{"report", doc, []string{"cases", "comparisons", "completeCases", "counts", "ignored", "incompleteCases", "kind", "run", "variants", "version"}},
 		{"run", doc["run"], []string{"collect", "eval", "id", "trialsPerCase"}},
 		{"variants[0]", first(doc["variants"]), []string{
-			"client", "description", "errors", "graded", "interval", "latencyMs", "missing", "model", "outcomes",
-			"passAtK", "passHatK", "passRate", "passed", "planned", "tokens", "toolCalls", "trials", "variant"}},
+			"cases", "client", "description", "designEffect", "effectiveTrials", "errorGroups", "errors", "graded",
+			"interval", "latencyMs", "missing", "model", "outcomes",
+			"passK", "passRate", "passed", "planned", "tokens", "toolCalls", "trials", "variant"}},
 		{"variants[1]", doc["variants"].([]any)[1], []string{
-			"client", "errors", "graded", "interval", "latencyMs", "missing", "model", "outcomes",
-			"passAtK", "passHatK", "passRate", "passed", "planned", "tokens", "toolCalls", "trials", "variant"}},
+			"cases", "client", "designEffect", "effectiveTrials", "errorGroups", "errors", "graded",
+			"interval", "latencyMs", "missing", "model", "outcomes",
+			"passK", "passRate", "passed", "planned", "tokens", "toolCalls", "trials", "variant"}},
 		{"variants[0].interval", first(doc["variants"]).(map[string]any)["interval"], []string{"high", "low"}},
-		{"variants[0].outcomes", first(doc["variants"]).(map[string]any)["outcomes"], []string{"answered", "cancelled", "errored", "noAnswer", "timedOut"}},
+		{"variants[0].passK[0]", first(first(doc["variants"]).(map[string]any)["passK"]), []string{"cases", "k", "passAt", "passHat"}},
+		{"variants[0].errorGroups[0]", first(first(doc["variants"]).(map[string]any)["errorGroups"]), []string{"cause", "count", "first", "status"}},
+		{"variants[0].outcomes", first(doc["variants"]).(map[string]any)["outcomes"], []string{"answered", "cancelled", "errored", "noAnswer", "skipped", "timedOut"}},
 		{"variants[0].errors", first(doc["variants"]).(map[string]any)["errors"], []string{"client", "provider", "runner", "server"}},
 		{"variants[0].tokens", first(doc["variants"]).(map[string]any)["tokens"], []string{"input", "meanInput", "meanOutput", "output"}},
 		{"variants[0].latencyMs", first(doc["variants"]).(map[string]any)["latencyMs"], []string{"mean", "p50", "p95"}},
@@ -334,7 +348,8 @@ func TestJSONKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"passRate":null`, `"interval":null`, `"comparisons":[]`, `"p50":null`} {
+	for _, want := range []string{`"passRate":null`, `"interval":null`, `"designEffect":null`, `"comparisons":[]`, `"p50":null`,
+		`"errorGroups":[]`, `"passK":[{"k":1,"cases":0,"passAt":null,"passHat":null}]`} {
 		if !bytes.Contains(empty, []byte(want)) {
 			t.Errorf("JSON of an empty report lacks %s:\n%s", want, empty)
 		}
@@ -353,8 +368,16 @@ Plan      2 variants × 4 cases × 2 trials = 16 trials
 Outcomes  13 answered, 1 timed out, 1 errored, 1 missing
 
 VARIANT  CLIENT  MODEL    PASS RATE [95% CI]  PASSED  ANSWERED  NO ANSWER  TIMED OUT  ERRORED  CANCELLED  MISSING  TOKENS IN/OUT  LATENCY P50/P95
-terse    api     offline  60.0% [23.1–88.2]   3/5     6         0          0          1        0          1        1.0k/100       1.5s/2.0s
+terse    api     offline  60.0% [22.6–88.5]   3/5     6         0          0          1        0          1        1.0k/100       1.5s/2.0s
 clear    api     offline  83.3% [43.6–97.0]   5/6     7         0          1          0        0          0        1.0k/100       1.5s/2.0s
+
+Not graded:
+  terse  1 errored (provider)  first c3 #1: no message
+
+VARIANT  PASS@1  PASS@2      PASS^2
+terse    50.0%   100.0% (2)  50.0% (2)
+clear    83.3%   100.0%      66.7%
+(pass@k: at least one of k trials of a case passes; pass^k: all k pass; averaged over cases; (n): only n cases have k graded trials)
 
   CASE  terse              clear
 * c1    1/2                2/2
@@ -368,6 +391,9 @@ terse vs clear: clear passes more often on 2 of 3 cases (mean clear−terse +0.3
 Note: 1 trial missing; 1 case left out of pass rates; rerun with mst run --resume r1
 Note: 1 trial errored or cancelled: not counted as passes or failures
 Note: 2 transcripts outside the plan or repeated, ignored
+
+Method: only graded trials of complete cases count; 95% CI: Wilson on effective trials (graded ÷ CR1 design effect, clustered by case).
+Comparisons: paired by case; percentile bootstrap of the mean difference (2000 resamples, fixed seed); exact two-sided sign test.
 `
 	if diff := cmp.Diff(want, buf.String()); diff != "" {
 		t.Errorf("WriteText (-want +got):\n%s", diff)

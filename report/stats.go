@@ -2,6 +2,7 @@ package report
 
 import (
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"slices"
 )
@@ -20,8 +21,13 @@ const (
 // wilson returns the 95% Wilson score interval of k successes in n trials
 // (n > 0).
 func wilson(k, n int) Interval {
-	p := float64(k) / float64(n)
-	nf := float64(n)
+	return wilsonN(float64(k)/float64(n), float64(n))
+}
+
+// wilsonN returns the 95% Wilson score interval of a proportion p observed
+// on n trials, where n need not be whole (an effective number of trials,
+// n > 0).
+func wilsonN(p, nf float64) Interval {
 	z2 := z95 * z95
 	denom := 1 + z2/nf
 	center := (p + z2/(2*nf)) / denom
@@ -30,6 +36,91 @@ func wilson(k, n int) Interval {
 }
 
 func clamp01(x float64) float64 { return min(max(x, 0), 1) }
+
+// clustered is the per-variant interval and what it rests on.
+type clustered struct {
+	interval     Interval
+	designEffect float64
+	effective    float64
+}
+
+// clusterWilson returns the 95% interval of the pass rate ΣPassed/ΣGraded
+// of cells, the cases of one variant, each with graded > 0 (at least one
+// cell): a Wilson interval on an effective number of trials, the graded
+// trials divided by a design effect.
+//
+// The design effect is the ratio of two CR1 (cluster-robust sandwich)
+// variances of the pass rate: with the cases as clusters, and with every
+// trial its own cluster, as if trials were independent. With p = C/N,
+// G cases and case i having n_i graded trials of which c_i passed:
+//
+//	V_case  = G/(G−1) · Σ (c_i − p·n_i)² / N²
+//	V_trial = N/(N−1) · Σ over trials (x − p)² / N² = N/(N−1) · p(1−p)/N
+//	deff    = V_case / V_trial = G(N−1)·S / ((G−1)·N²·C·(N−C)),
+//	          S = Σ (N·c_i − C·n_i)²
+//
+// It is computed exactly in integers, so one trial per case (then S =
+// N·C·(N−C) and G = N) gives exactly 1 and the plain Wilson interval.
+// It is taken as 1 when it cannot be estimated (a single case, or every
+// trial passed or every one failed) and when it is below 1.
+func clusterWilson(cells []cell) clustered {
+	var bigC, bigN int64
+	for _, c := range cells {
+		bigC += int64(c.passed)
+		bigN += int64(c.graded)
+	}
+	g := int64(len(cells))
+	p := float64(bigC) / float64(bigN)
+	deff := 1.0
+	if g >= 2 && bigC > 0 && bigC < bigN {
+		s := new(big.Int)
+		var r, sq big.Int
+		for _, c := range cells {
+			r.SetInt64(bigN*int64(c.passed) - bigC*int64(c.graded))
+			s.Add(s, sq.Mul(&r, &r))
+		}
+		num := new(big.Int).Mul(s, big.NewInt(g*(bigN-1)))
+		den := big.NewInt(g - 1)
+		den.Mul(den, big.NewInt(bigN))
+		den.Mul(den, big.NewInt(bigN))
+		den.Mul(den, big.NewInt(bigC))
+		den.Mul(den, big.NewInt(bigN-bigC))
+		if num.Cmp(den) > 0 {
+			deff, _ = new(big.Rat).SetFrac(num, den).Float64()
+		}
+	}
+	neff := float64(bigN) / deff
+	return clustered{interval: wilsonN(p, neff), designEffect: deff, effective: neff}
+}
+
+// passAtK is the unbiased estimate of pass@k for one case with n graded
+// trials of which c passed (1 <= k <= n): one minus the chance that k
+// trials drawn without replacement all failed, 1 − C(n−c, k)/C(n, k).
+func passAtK(n, c, k int) float64 {
+	// C(n−c, k)/C(n, k) = Π_{i<k} (n−c−i)/(n−i), 0 once n−c−i reaches 0.
+	q := 1.0
+	for i := range k {
+		if n-c-i <= 0 {
+			return 1
+		}
+		q *= float64(n-c-i) / float64(n-i)
+	}
+	return 1 - q
+}
+
+// passHatK is the unbiased estimate of pass^k for one case with n graded
+// trials of which c passed (1 <= k <= n): the chance that k trials drawn
+// without replacement all passed, C(c, k)/C(n, k).
+func passHatK(n, c, k int) float64 {
+	q := 1.0
+	for i := range k {
+		if c-i <= 0 {
+			return 0
+		}
+		q *= float64(c-i) / float64(n-i)
+	}
+	return q
+}
 
 // bootstrap returns the 95% percentile bootstrap interval of the mean of xs
 // (len(xs) > 0), from bootstrapResamples resamples drawn with a fixed seed.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -11,15 +12,20 @@ import (
 )
 
 // WriteText writes the report for a terminal: a header, the variant table,
-// the per-case matrix, the comparisons in words, and notes on what is
-// missing. Columns are aligned with spaces.
+// the trials that were not graded grouped by cause, pass@k and pass^k, the
+// per-case matrix, the comparisons in words, notes on what is missing, and
+// a footer naming the methods. Columns are aligned with spaces; messages
+// from transcripts are quoted with control characters escaped.
 func (r Report) WriteText(w io.Writer) error {
 	ew := &errWriter{w: w}
 	r.writeHeader(ew)
 	r.writeVariants(ew)
+	r.writeErrorGroups(ew)
+	r.writePassK(ew)
 	r.writeCases(ew)
 	r.writeComparisons(ew)
 	r.writeNotes(ew)
+	r.writeMethods(ew)
 	return ew.err
 }
 
@@ -80,6 +86,7 @@ func outcomeSummary(c transcript.Counts) string {
 		{c.TimedOut, "timed out"},
 		{c.Errored, "errored"},
 		{c.Cancelled, "cancelled"},
+		{c.Skipped, "skipped"},
 		{c.Missing, "missing"},
 	} {
 		if p.n > 0 {
@@ -95,19 +102,116 @@ func (r Report) writeVariants(w io.Writer) {
 		fmt.Fprintln(w)
 		return
 	}
-	tw := newTable(w)
-	fmt.Fprintln(tw, "VARIANT\tCLIENT\tMODEL\tPASS RATE [95% CI]\tPASSED\tANSWERED\tNO ANSWER\tTIMED OUT\tERRORED\tCANCELLED\tMISSING\tTOKENS IN/OUT\tLATENCY P50/P95")
+	// The SKIPPED column shows only when a trial was skipped: most runs
+	// have none.
+	skipped := false
 	for _, v := range r.Variants {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s/%s\t%s/%s\n",
+		skipped = skipped || v.Outcomes.Skipped > 0
+	}
+	tw := newTable(w)
+	head := "VARIANT\tCLIENT\tMODEL\tPASS RATE [95% CI]\tPASSED\tANSWERED\tNO ANSWER\tTIMED OUT\tERRORED\tCANCELLED\t"
+	if skipped {
+		head += "SKIPPED\t"
+	}
+	fmt.Fprintln(tw, head+"MISSING\tTOKENS IN/OUT\tLATENCY P50/P95")
+	for _, v := range r.Variants {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%d\t%d\t%d\t%d\t%d\t",
 			v.Variant, orDash(v.Client), orDash(v.Model),
 			passRate(v.PassRate, v.Interval), v.Passed, v.Graded,
 			v.Outcomes.Answered, v.Outcomes.NoAnswer, v.Outcomes.TimedOut,
-			v.Outcomes.Errored, v.Outcomes.Cancelled, v.Missing,
+			v.Outcomes.Errored, v.Outcomes.Cancelled)
+		if skipped {
+			fmt.Fprintf(tw, "%d\t", v.Outcomes.Skipped)
+		}
+		fmt.Fprintf(tw, "%d\t%s/%s\t%s/%s\n", v.Missing,
 			tokens(v.Tokens.MeanInput), tokens(v.Tokens.MeanOutput),
 			millis(v.LatencyMs.P50), millis(v.LatencyMs.P95))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
+}
+
+// writeErrorGroups lists, under the variant table, the trials that errored
+// or were skipped, one line per variant and cause, with the first message.
+func (r Report) writeErrorGroups(w io.Writer) {
+	some := false
+	for _, v := range r.Variants {
+		some = some || len(v.ErrorGroups) > 0
+	}
+	if !some {
+		return
+	}
+	fmt.Fprintln(w, "Not graded:")
+	tw := newTable(w)
+	for _, v := range r.Variants {
+		for _, g := range v.ErrorGroups {
+			what := fmt.Sprintf("%d %s", g.Count, g.Status)
+			switch {
+			case g.Cause != "":
+				what += " (" + g.Cause + ")"
+			case g.Status == transcript.Errored:
+				what += " (no cause)"
+			}
+			msg := "no message"
+			if g.Detail != "" {
+				msg = strconv.Quote(g.Detail)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\tfirst %s #%d: %s\n", v.Variant, what, g.First.Case, g.First.Trial, msg)
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+}
+
+// writePassK shows pass@k and pass^k of every variant for k = 2 … trials
+// per case (pass@1 and pass^1 are the mean per-case pass fraction, shown
+// once as PASS@1). Nothing is written with one trial per case.
+func (r Report) writePassK(w io.Writer) {
+	k := r.Run.TrialsPerCase
+	if k < 2 || len(r.Variants) == 0 {
+		return
+	}
+	head := []string{"VARIANT", "PASS@1"}
+	for j := 2; j <= k; j++ {
+		head = append(head, fmt.Sprintf("PASS@%d", j))
+	}
+	for j := 2; j <= k; j++ {
+		head = append(head, fmt.Sprintf("PASS^%d", j))
+	}
+	tw := newTable(w)
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	fewer := false
+	for _, v := range r.Variants {
+		all := 0
+		if len(v.PassK) > 0 {
+			all = v.PassK[0].Cases
+		}
+		cell := func(x *float64, cases int) string {
+			if x == nil {
+				return "–"
+			}
+			s := fmt.Sprintf("%.1f%%", *x*100)
+			if cases < all {
+				s += fmt.Sprintf(" (%d)", cases)
+				fewer = true
+			}
+			return s
+		}
+		line := []string{v.Variant}
+		for _, p := range v.PassK {
+			line = append(line, cell(p.PassAt, p.Cases))
+		}
+		for _, p := range v.PassK[min(1, len(v.PassK)):] {
+			line = append(line, cell(p.PassHat, p.Cases))
+		}
+		fmt.Fprintln(tw, strings.Join(line, "\t"))
+	}
+	tw.Flush()
+	legend := "pass@k: at least one of k trials of a case passes; pass^k: all k pass; averaged over cases"
+	if fewer {
+		legend += "; (n): only n cases have k graded trials"
+	}
+	fmt.Fprintf(w, "(%s)\n\n", legend)
 }
 
 func (r Report) writeCases(w io.Writer) {
@@ -217,8 +321,12 @@ func (r Report) writeNotes(w io.Writer) {
 		}
 		notes = append(notes, strings.Join(parts, "; "))
 	}
-	if n := r.Counts.Errored + r.Counts.Cancelled; n > 0 {
-		notes = append(notes, fmt.Sprintf("%s errored or cancelled: not counted as passes or failures", plural(n, "trial")))
+	if n := r.Counts.Errored + r.Counts.Cancelled + r.Counts.Skipped; n > 0 {
+		what := "errored or cancelled"
+		if r.Counts.Skipped > 0 {
+			what = "errored, cancelled or skipped"
+		}
+		notes = append(notes, fmt.Sprintf("%s %s: not counted as passes or failures", plural(n, "trial"), what))
 	}
 	if r.Ignored > 0 {
 		notes = append(notes, fmt.Sprintf("%s outside the plan or repeated, ignored", plural(r.Ignored, "transcript")))
@@ -228,6 +336,21 @@ func (r Report) writeNotes(w io.Writer) {
 	}
 	for _, n := range notes {
 		fmt.Fprintf(w, "Note: %s\n", n)
+	}
+	if len(notes) > 0 {
+		fmt.Fprintln(w)
+	}
+}
+
+// writeMethods ends the report with how its numbers are computed
+// (docs/statistics.md says it in full).
+func (r Report) writeMethods(w io.Writer) {
+	if len(r.Variants) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "Method: only graded trials of complete cases count; 95% CI: Wilson on effective trials (graded ÷ CR1 design effect, clustered by case).")
+	if len(r.Comparisons) > 0 {
+		fmt.Fprintf(w, "Comparisons: paired by case; percentile bootstrap of the mean difference (%d resamples, fixed seed); exact two-sided sign test.\n", bootstrapResamples)
 	}
 }
 

@@ -70,6 +70,9 @@ type Request struct {
 	// the file does not set them.
 	Secrets *secrets.Set
 	Env     map[string]string
+	// SecretsFile is the secrets file's path ("" for none), named in the
+	// error about a key that neither it nor Env sets.
+	SecretsFile string
 }
 
 // Plan is one run decided: which trials, and every setting each runs
@@ -154,8 +157,18 @@ func NewPlan(ctx context.Context, req Request) (*Plan, error) {
 		if stored, err = req.Resume.ReadRun(ctx); err != nil {
 			return nil, err
 		}
+		// A run still written by a live process is its own: resuming it
+		// would run its trials twice and swap its transcripts.
+		if o, live, err := req.Resume.Holder(ctx); err != nil {
+			return nil, err
+		} else if live {
+			return nil, &store.BusyError{Location: req.Resume.Location(), Owner: o}
+		}
 		if path == "" {
 			path = stored.ConfigFile
+			if stored.ConfigPath != "" {
+				path = stored.ConfigPath
+			}
 		}
 	} else if req.RetryErrored {
 		return nil, invalid(errors.New("--retry-errored goes with --resume RUN"))
@@ -209,6 +222,9 @@ func NewPlan(ctx context.Context, req Request) (*Plan, error) {
 		return nil, invalid(err)
 	}
 	if err := p.resolveKeys(req); err != nil {
+		return nil, invalid(err)
+	}
+	if err := p.resolveGraders(req.Secrets); err != nil { // run/refs.go
 		return nil, invalid(err)
 	}
 	for _, c := range p.Cases {
@@ -298,7 +314,7 @@ func (p *Plan) resolveSettings(clients *client.Registry) error {
 			}
 			list = append(list, s)
 		}
-		set := shard.Setting{Variant: name, Client: v.Client, Model: v.Model, Provider: provider.Of(v.Model), Timeout: def.Timeout, Servers: list}
+		set := shard.Setting{Variant: name, Client: v.Client, Model: v.Model, Provider: provider.Of(v.Model), Timeout: clientTimeout(def), Servers: list}
 		own, err := liftOwnOptions(v.ClientOptions)
 		if err != nil {
 			return fmt.Errorf("%s: variants.%s.clientOptions.%w", p.Config.File, name, err)
@@ -328,7 +344,7 @@ func (p *Plan) resolveSettings(clients *client.Registry) error {
 					return fmt.Errorf("%s: case %q: clientOptions.%w", c.Source, c.ID, err)
 				}
 				// The merged options hold the variant's own keys too.
-				set.Timeout, set.KeyEnv = defs[name].Timeout, ""
+				set.Timeout, set.KeyEnv = clientTimeout(defs[name]), ""
 				own.apply(&set)
 			}
 			p.settingOf[settingKey{name, c.ID}] = len(p.Settings)
@@ -336,6 +352,19 @@ func (p *Plan) resolveSettings(clients *client.Registry) error {
 		}
 	}
 	return nil
+}
+
+// FallbackTimeout is the trial timeout of a client whose definition gives
+// none (a client from outside MST): no trial runs without a deadline.
+const FallbackTimeout = 10 * time.Minute
+
+// clientTimeout is the trial timeout a client's trials get when neither the
+// variant nor the case sets clientOptions.timeout.
+func clientTimeout(def *client.Definition) time.Duration {
+	if def.Timeout > 0 {
+		return def.Timeout
+	}
+	return FallbackTimeout
 }
 
 // ownOptions are MST's own keys of clientOptions, lifted out of them.
@@ -374,6 +403,9 @@ func liftOwnOptions(raw json.RawMessage) (ownOptions, error) {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < 0 {
 			return o, fmt.Errorf("%s: %q is not a duration (write 90s or 5m)", client.OptionTimeout, s)
+		}
+		if d == 0 {
+			return o, fmt.Errorf("%s: %q would let a trial run for ever: give a duration such as 90s or 30m (every trial has a deadline)", client.OptionTimeout, s)
 		}
 		o.timeout = &d
 		delete(m, client.OptionTimeout)
@@ -457,7 +489,63 @@ func (p *Plan) resolveKeys(req Request) error {
 			return fmt.Errorf("environment variable %s: %w", name, err)
 		}
 	}
-	return nil
+	return p.checkKeys(req)
+}
+
+// checkKeys fails the plan, before anything opens, when a variant's model
+// needs its provider's key and neither MST's environment nor the secrets
+// file sets it: every trial of that variant would error. One line per
+// variant and variable.
+func (p *Plan) checkKeys(req Request) error {
+	if req.Providers == nil {
+		return nil
+	}
+	var errs []error
+	seen := map[string]bool{}
+	for _, set := range p.Settings {
+		def, err := req.Clients.Lookup(set.Client)
+		if err != nil || !def.ProviderKeys {
+			continue
+		}
+		pd, err := req.Providers.Lookup(set.Provider)
+		if err != nil || !pd.KeyRequired(baseURL(set.Options)) {
+			continue
+		}
+		name, how := pd.KeyVar, "set it in one of them, or name another variable with clientOptions.apiKeyEnv"
+		if set.KeyEnv != "" {
+			name, how = set.KeyEnv, "set it in one of them (clientOptions.apiKeyEnv names it)"
+		}
+		if pd.KeyOptionalWithBaseURL {
+			how += ", or point clientOptions.baseURL at a server that needs no key"
+		}
+		if _, ok := req.Secrets.Get(name); ok {
+			continue
+		}
+		if seen[set.Variant+"\x00"+name] {
+			continue
+		}
+		seen[set.Variant+"\x00"+name] = true
+		where := "MST's environment does not set it, and no --secrets-file was given"
+		if req.SecretsFile != "" {
+			where = fmt.Sprintf("neither MST's environment nor the secrets file %s sets it", req.SecretsFile)
+		}
+		errs = append(errs, fmt.Errorf("%s: variants.%s: model %s reads its API key from %s, but %s: %s",
+			p.Config.File, set.Variant, set.Model, name, where, how))
+	}
+	return errors.Join(errs...)
+}
+
+// baseURL is clientOptions.baseURL of a client that reads its provider's
+// key (client.Definition.ProviderKeys): the provider's address, "" for its
+// public one.
+func baseURL(options json.RawMessage) string {
+	var o struct {
+		BaseURL string `json:"baseURL"`
+	}
+	if len(options) > 0 {
+		json.Unmarshal(options, &o) // the schema checked the options
+	}
+	return o.BaseURL
 }
 
 // remaining finds the planned trials without a valid transcript.
@@ -474,6 +562,7 @@ func (r *Resumed) remaining(ctx context.Context, planned []transcript.Key, retry
 	if err != nil {
 		return err
 	}
+	have := map[transcript.Key]bool{}
 	for _, k := range keys {
 		st, graded := status[k]
 		if !graded || st == "" {
@@ -481,24 +570,30 @@ func (r *Resumed) remaining(ctx context.Context, planned []transcript.Key, retry
 			// No grade says how it ended (a crash before grading, or a
 			// run from before grades held it): read the transcript.
 			t, err := r.Store.ReadTranscript(ctx, k)
+			if errors.Is(err, store.ErrNotFound) {
+				continue // cut short by a crash: the trial is missing
+			}
 			if err != nil {
 				return err
 			}
 			st = t.Outcome.Status
 		}
 		status[k] = st
-	}
-	have := map[transcript.Key]bool{}
-	for _, k := range keys {
 		have[k] = true
 	}
 	for _, k := range planned {
 		if !have[k] {
 			r.Todo = append(r.Todo, k)
+			if _, graded := status[k]; graded {
+				// A grade of a transcript that is gone (or cut short):
+				// mark it superseded before the trial runs again, so it
+				// cannot pass for the new transcript's.
+				r.Replace[k] = true
+			}
 			continue
 		}
 		switch status[k] {
-		case transcript.Cancelled:
+		case transcript.Cancelled, transcript.Skipped:
 		case transcript.Errored:
 			if !retryErrored {
 				continue

@@ -9,7 +9,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/dataset"
+	"github.com/mst-eval/mst/internal/builtin"
 	"github.com/mst-eval/mst/run"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/store"
@@ -21,7 +23,7 @@ import (
 // installed here).
 func planRequest(path string) run.Request {
 	req := request(path)
-	req.OS, req.ThisMachine = "", false
+	req.OS, req.ThisMachine, req.Secrets = "", false, nil
 	return req
 }
 
@@ -65,8 +67,8 @@ variants:
 		t.Fatalf("NewPlan(%s) = %v", path, err)
 	}
 	want := []setting{
-		// One per variant: the api client's default timeout is none.
-		{Variant: "plain", Client: "api", Model: "offline", Provider: "offline"},
+		// One per variant: the api client's default timeout is 300s.
+		{Variant: "plain", Client: "api", Model: "offline", Provider: "offline", Timeout: 300 * time.Second},
 		{Variant: "slow", Client: "api", Model: "offline", Provider: "offline", Options: `{"maxActions":5}`, Timeout: 2 * time.Minute},
 		{Variant: "keyed", Client: "api", Model: "anthropic/claude-sonnet-4-5", Provider: "anthropic", Timeout: time.Minute, KeyEnv: "MY_KEY"},
 		// quick: its timeout replaces the variant's; the variant's other
@@ -75,12 +77,12 @@ variants:
 		{Variant: "slow", Client: "api", Model: "offline", Provider: "offline", Options: `{"maxActions":5}`, Timeout: 5 * time.Second},
 		{Variant: "keyed", Client: "api", Model: "anthropic/claude-sonnet-4-5", Provider: "anthropic", Timeout: 5 * time.Second, KeyEnv: "MY_KEY"},
 		// other-model: the model and its provider change, nothing else.
-		{Variant: "plain", Client: "api", Model: "openai/gpt-5", Provider: "openai"},
+		{Variant: "plain", Client: "api", Model: "openai/gpt-5", Provider: "openai", Timeout: 300 * time.Second},
 		{Variant: "slow", Client: "api", Model: "openai/gpt-5", Provider: "openai", Options: `{"maxActions":5}`, Timeout: 2 * time.Minute},
 		{Variant: "keyed", Client: "api", Model: "openai/gpt-5", Provider: "openai", Timeout: time.Minute, KeyEnv: "MY_KEY"},
 		// actions: the case's option replaces the variant's; the variant's
 		// own keys stay typed.
-		{Variant: "plain", Client: "api", Model: "offline", Provider: "offline", Options: `{"maxActions":2}`},
+		{Variant: "plain", Client: "api", Model: "offline", Provider: "offline", Options: `{"maxActions":2}`, Timeout: 300 * time.Second},
 		{Variant: "slow", Client: "api", Model: "offline", Provider: "offline", Options: `{"maxActions":2}`, Timeout: 2 * time.Minute},
 		{Variant: "keyed", Client: "api", Model: "anthropic/claude-sonnet-4-5", Provider: "anthropic", Options: `{"maxActions":2}`, Timeout: time.Minute, KeyEnv: "MY_KEY"},
 	}
@@ -366,7 +368,7 @@ variants:
 `,
 		"cases.jsonl": `{"id": "a", "input": "hi"}` + "\n",
 	})
-	set, err := secrets.Parse("secrets.env", strings.NewReader("ANTHROPIC_API_KEY=from-the-file\nOTHER=kept-as-is\n"))
+	set, err := secrets.Parse("secrets.env", strings.NewReader("ANTHROPIC_API_KEY=from-the-file\nOTHER=kept-as-is\nTEAM_KEY=team-from-the-file\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +389,7 @@ variants:
 	}
 	// The file wins; the environment adds only the key variables set, not
 	// empty ones nor others.
-	want := map[string]string{"ANTHROPIC_API_KEY": "from-the-file", "OPENAI_API_KEY": "openai-from-env", "OTHER": "kept-as-is"}
+	want := map[string]string{"ANTHROPIC_API_KEY": "from-the-file", "OPENAI_API_KEY": "openai-from-env", "OTHER": "kept-as-is", "TEAM_KEY": "team-from-the-file"}
 	if diff := cmp.Diff(want, set.Env()); diff != "" {
 		t.Errorf("NewPlan(%s): secrets (-want +got):\n%s", path, diff)
 	}
@@ -452,5 +454,100 @@ variants:
 	}
 	if diff := cmp.Diff([]string{"offline"}, p.Variants); diff != "" {
 		t.Errorf("NewPlan(--variant offline).Variants (-want +got):\n%s", diff)
+	}
+}
+
+// TestNewPlanMissingKeys: a variant whose model needs its provider's key,
+// set neither in MST's environment nor in the secrets file, fails the plan
+// before anything opens, naming the variable and the file.
+func TestNewPlanMissingKeys(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		variants string
+		env      map[string]string
+		file     string // secrets file contents, "" for no file
+		want     []string
+	}{
+		{"no key anywhere", `v: {model: anthropic/claude-sonnet-4-5}`, nil, "",
+			[]string{"variants.v", "ANTHROPIC_API_KEY", "no --secrets-file was given", "apiKeyEnv"}},
+		{"not in the file either", `v: {model: openai/gpt-5}`, nil, "OTHER=other-value\n",
+			[]string{"variants.v", "OPENAI_API_KEY", "secrets file secrets.env", "baseURL"}},
+		{"apiKeyEnv names the variable", `v: {model: openai/gpt-5, clientOptions: {apiKeyEnv: TEAM_KEY}}`, map[string]string{"OPENAI_API_KEY": "key-value"}, "",
+			[]string{"variants.v", "TEAM_KEY"}},
+		{"every variant is named", "a: {model: anthropic/claude-sonnet-4-5}\n  b: {model: offline}\n  c: {model: openai/gpt-5}", nil, "",
+			[]string{"variants.a", "variants.c", "ANTHROPIC_API_KEY", "OPENAI_API_KEY"}},
+		{"in the environment", `v: {model: anthropic/claude-sonnet-4-5}`, map[string]string{"ANTHROPIC_API_KEY": "key-value"}, "", nil},
+		{"in the file", `v: {model: anthropic/claude-sonnet-4-5}`, nil, "ANTHROPIC_API_KEY=key-value\n", nil},
+		{"offline needs none", `v: {model: offline}`, nil, "", nil},
+		{"a keyless OpenAI-compatible server", `v: {model: openai/llama3, clientOptions: {baseURL: "http://127.0.0.1:11434/v1", api: chat}}`, nil, "", nil},
+		{"a CLI client logs in by itself", `v: {client: claude-code, model: anthropic/claude-sonnet-4-5}`, nil, "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			path := writeEval(t, map[string]string{
+				"eval.yaml":   "name: keys\ndatasets: [cases.jsonl]\nservers:\n  test: {command: SERVER}\nvariants:\n  " + tt.variants + "\n",
+				"cases.jsonl": `{"id": "a", "input": "hi"}` + "\n",
+			})
+			req := planRequest(path)
+			req.Secrets, req.Env = secrets.New(), tt.env
+			if tt.file != "" {
+				set, err := secrets.Parse("secrets.env", strings.NewReader(tt.file))
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Secrets, req.SecretsFile = set, "secrets.env"
+			}
+			_, err := run.NewPlan(t.Context(), req)
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("NewPlan = %v, want no error", err)
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, run.ErrInvalid) {
+				t.Fatalf("NewPlan = %v, want an invalid-input error", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("NewPlan error = %q, want it to contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestNewPlanFallbackTimeout: a client whose definition gives no timeout (one
+// from outside MST) still gets one, so no trial runs without a deadline.
+func TestNewPlanFallbackTimeout(t *testing.T) {
+	t.Parallel()
+	path := writeEval(t, map[string]string{
+		"eval.yaml":   "name: fallback\ndatasets: [cases.jsonl]\nservers:\n  test: {command: SERVER}\nvariants:\n  v: {client: untimed, model: offline}\n",
+		"cases.jsonl": `{"id": "a", "input": "hi"}` + "\n",
+	})
+	api, err := builtin.Clients().Lookup("api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	untimed := *api
+	untimed.Name, untimed.Timeout = "untimed", 0
+	req := planRequest(path)
+	req.Clients = client.NewRegistry(&untimed)
+	p, err := run.NewPlan(t.Context(), req)
+	if err != nil {
+		t.Fatalf("NewPlan(%s) = %v", path, err)
+	}
+	if got := p.Settings[0].Timeout; got != run.FallbackTimeout {
+		t.Errorf("NewPlan(%s): a client with no default timeout gets %v, want run.FallbackTimeout (%v)", path, got, run.FallbackTimeout)
+	}
+
+	// A timeout of zero is refused: it would mean none.
+	path = writeEval(t, map[string]string{
+		"eval.yaml":   "name: zero\ndatasets: [cases.jsonl]\nservers:\n  test: {command: SERVER}\nvariants:\n  v: {model: offline, clientOptions: {timeout: 0s}}\n",
+		"cases.jsonl": `{"id": "a", "input": "hi"}` + "\n",
+	})
+	if _, err := run.NewPlan(t.Context(), planRequest(path)); err == nil || !strings.Contains(err.Error(), "for ever") {
+		t.Errorf("NewPlan(timeout: 0s) = %v, want an error saying a trial would run for ever", err)
 	}
 }

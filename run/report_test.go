@@ -3,6 +3,7 @@ package run_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,6 +111,18 @@ func TestQuickstartPassRates(t *testing.T) {
 	want := map[string][3]int{"terse": {15, 42, 42}, "clear": {39, 42, 42}}
 	if diff := cmp.Diff(want, passes(out.Report)); diff != "" {
 		t.Errorf("Execute(quickstart): passed, graded, trials per variant (-README +got):\n%s", diff)
+	}
+	// Whole cases pass or fail together, so the intervals allow for the
+	// trials of a case being alike (docs/statistics.md).
+	wantCI := map[string]string{"terse": "16.0–61.8", "clear": "67.8–98.8"}
+	gotCI := map[string]string{}
+	for _, v := range out.Report.Variants {
+		if v.Interval != nil {
+			gotCI[v.Variant] = fmt.Sprintf("%.1f–%.1f", v.Interval.Low*100, v.Interval.High*100)
+		}
+	}
+	if diff := cmp.Diff(wantCI, gotCI); diff != "" {
+		t.Errorf("Execute(quickstart): 95%% intervals per variant (-README +got):\n%s", diff)
 	}
 	if n := len(cr.counts(appended)); n != 84 {
 		t.Errorf("Execute(quickstart) graded %d trials, want 84", n)

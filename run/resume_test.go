@@ -1,10 +1,14 @@
 package run_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -12,6 +16,8 @@ import (
 
 	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/run"
+	"github.com/mst-eval/mst/secrets"
+	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
 )
 
@@ -52,14 +58,14 @@ func TestResumeRunsOnlyMissingTrials(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Execute(--resume) = %v", err)
 	}
-	if diff := cmp.Diff(each(gone, 1), cr.counts(written)); diff != "" {
-		t.Errorf("Execute(--resume): transcripts written (-want +got):\n%s", diff)
+	// The lost transcripts still had grades: each is marked superseded
+	// before its trial runs again, so the old grade cannot pass for the
+	// new transcript's, then graded anew.
+	if diff := cmp.Diff(each(gone, 1), cr.counts(replaced)); diff != "" {
+		t.Errorf("Execute(--resume): transcripts stored (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(each(gone, 1), cr.counts(appended)); diff != "" {
+	if diff := cmp.Diff(each(gone, 2), cr.counts(appended)); diff != "" {
 		t.Errorf("Execute(--resume): grades appended (-want +got):\n%s", diff)
-	}
-	if n := cr.counts(replaced); len(n) != 0 {
-		t.Errorf("Execute(--resume): transcripts replaced %v, want none", n)
 	}
 	if res.Run.Resumes != 1 || res.Run.Collect != transcript.CollectComplete || res.Run.ID != out.Run.ID {
 		t.Errorf("Execute(--resume) run = %s resumes %d collect %q, want %s resumed once, complete", res.Run.ID, res.Run.Resumes, res.Run.Collect, out.Run.ID)
@@ -209,5 +215,151 @@ func TestReportAfterCrashMidRetry(t *testing.T) {
 	}
 	if rep.Counts.Errored != out.Run.Counts.Errored-1 || rep.Counts.Answered != out.Run.Counts.Answered+1 {
 		t.Errorf("LoadReport after a crash mid-retry: counts %+v, want one errored trial fewer and one answered more than %+v", rep.Counts, out.Run.Counts)
+	}
+}
+
+// TestResumeDamagedTranscripts: transcripts cut short at any length (a
+// crash, a power cut) are missing: the report counts them so and does not
+// fail, and --resume runs exactly those trials again.
+func TestResumeDamagedTranscripts(t *testing.T) {
+	t.Parallel()
+	path := writeEval(t, e2eFiles)
+	_, out, _ := newRun(t, path, nil)
+	cut := map[transcript.Key]float64{{Case: "a", Variant: "w", Trial: 2}: 0, {Case: "c", Variant: "v", Trial: 1}: 0.5, {Case: "c", Variant: "w", Trial: 1}: 0.9}
+	var gone []transcript.Key
+	for k, frac := range cut {
+		f := filepath.Join(out.Store.Location(), "transcripts", k.Variant, fmt.Sprintf("%s.t%d.json", k.Case, k.Trial))
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, b[:int(float64(len(b))*frac)], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		gone = append(gone, k)
+	}
+	rep, err := run.LoadReport(t.Context(), reopen(t, out.Store))
+	if err != nil {
+		t.Fatalf("LoadReport with damaged transcripts = %v, want a report", err)
+	}
+	if rep.Counts.Missing != len(gone) {
+		t.Errorf("LoadReport with %d damaged transcripts: %d missing, want %d", len(gone), rep.Counts.Missing, len(gone))
+	}
+	rp := resumePlan(t, path, reopen(t, out.Store), false)
+	if diff := cmp.Diff(each(gone, 1), counts(keySet(rp.Todo()))); diff != "" {
+		t.Fatalf("NewPlan(--resume) with damaged transcripts: Todo (-want +got):\n%s", diff)
+	}
+	res, err := run.Execute(t.Context(), rp, options(nil))
+	if err != nil {
+		t.Fatalf("Execute(--resume) = %v", err)
+	}
+	if res.Run.Collect != transcript.CollectComplete || res.Run.Counts.Missing != 0 {
+		t.Errorf("Execute(--resume) of damaged transcripts: %s, %d missing; want complete", res.Run.Collect, res.Run.Counts.Missing)
+	}
+}
+
+func keySet(ks []transcript.Key) map[transcript.Key]bool {
+	m := map[transcript.Key]bool{}
+	for _, k := range ks {
+		m[k] = true
+	}
+	return m
+}
+
+// TestResumeLiveRunRefused: while a process holds a run, --resume of it is
+// refused naming that process; once it lets go, the run reads interrupted
+// and resumes.
+func TestResumeLiveRunRefused(t *testing.T) {
+	t.Parallel()
+	path := writeEval(t, e2eFiles)
+	_, out, _ := newRun(t, path, nil)
+	st := reopen(t, out.Store)
+	rec, _ := st.ReadRun(t.Context())
+	rec.Collect = transcript.CollectRunning
+	if err := st.WriteRun(t.Context(), rec); err != nil {
+		t.Fatal(err)
+	}
+	holder := transcript.Owner{PID: 4242, Host: "elsewhere"}
+	release, err := st.Lock(t.Context(), holder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := request(path)
+	req.Resume = reopen(t, out.Store)
+	_, err = run.NewPlan(t.Context(), req)
+	if !errors.Is(err, store.ErrBusy) || !strings.Contains(err.Error(), "pid 4242") || !strings.Contains(err.Error(), "elsewhere") {
+		t.Errorf("NewPlan(--resume of a live run) = %v, want ErrBusy naming pid 4242 on elsewhere", err)
+	}
+	// Planned before the owner took it, Execute still refuses.
+	release()
+	rp := resumePlan(t, path, reopen(t, out.Store), false)
+	if rp.Resume.Record.Collect != transcript.CollectInterrupted {
+		t.Errorf("a running run whose owner is gone reads %q, want interrupted", rp.Resume.Record.Collect)
+	}
+	release, err = st.Lock(t.Context(), holder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Execute(t.Context(), rp, options(nil)); !errors.Is(err, store.ErrBusy) || !strings.Contains(err.Error(), "pid 4242") {
+		t.Errorf("Execute(--resume) of a run another process holds = %v, want ErrBusy naming it", err)
+	}
+	release()
+	if _, err := run.Execute(t.Context(), rp, options(nil)); err != nil {
+		t.Errorf("Execute(--resume) once free = %v", err)
+	}
+}
+
+// fullStore's runs fail every transcript write after the first n with
+// ENOSPC, as a full disk does.
+type fullStore struct {
+	store.Store
+	n int
+}
+
+func (s *fullStore) Create(ctx context.Context, id string, redact *secrets.Redactor) (store.Run, error) {
+	r, err := s.Store.Create(ctx, id, redact)
+	return &fullRun{Run: r, left: s.n}, err
+}
+
+type fullRun struct {
+	store.Run
+	mu   sync.Mutex
+	left int
+}
+
+func (r *fullRun) WriteTranscript(ctx context.Context, t *transcript.Transcript) (string, error) {
+	r.mu.Lock()
+	r.left--
+	left := r.left
+	r.mu.Unlock()
+	if left < 0 {
+		return "", &os.PathError{Op: "write", Path: "transcript", Err: syscall.ENOSPC}
+	}
+	return r.Run.WriteTranscript(ctx, t)
+}
+
+// TestFullStoreStopsTheRun: once the store is full the run stops, says
+// so, and is partial and resumable; nothing is silently lost.
+func TestFullStoreStopsTheRun(t *testing.T) {
+	t.Parallel()
+	path := writeEval(t, e2eFiles)
+	p, err := run.NewPlan(t.Context(), request(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &fullStore{Store: store.Dir{Root: t.TempDir()}, n: 2}
+	out, err := run.Execute(t.Context(), p, options(st))
+	if !errors.Is(err, run.ErrStoreFull) || !errors.Is(err, syscall.ENOSPC) || out == nil {
+		t.Fatalf("Execute into a full store = %v, %v; want ErrStoreFull (ENOSPC) and the run", out, err)
+	}
+	if out.Run.Collect != transcript.CollectPartial || out.Run.Counts.Missing == 0 || !strings.Contains(out.Run.Note, "full") {
+		t.Errorf("run into a full store: collect %q, %d missing, note %q; want partial, missing trials, a note saying full", out.Run.Collect, out.Run.Counts.Missing, out.Run.Note)
+	}
+	if done := out.Run.Counts.Done() + out.Run.Counts.Missing; done != len(p.Keys) {
+		t.Errorf("counts %+v do not add up to %d trials", out.Run.Counts, len(p.Keys))
+	}
+	rp := resumePlan(t, path, reopen(t, out.Store), false)
+	if len(rp.Todo()) != out.Run.Counts.Missing+out.Run.Counts.Cancelled {
+		t.Errorf("--resume after a full store plans %d trials, want the %d missing and %d cancelled", len(rp.Todo()), out.Run.Counts.Missing, out.Run.Counts.Cancelled)
 	}
 }

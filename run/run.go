@@ -105,15 +105,27 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 		return nil, err
 	}
 	defer rn.Close()
+	// This process is the run's one writer until Execute returns (or the
+	// process dies, which lets the lock go): a second mst run, a resume of
+	// a live run, or two resumes at once are refused, naming the owner.
+	owner := Self(now())
+	var release func() error
 	if p.Resume != nil {
 		st, rec = p.Resume.Store, p.Resume.Record
+		if release, err = st.Lock(ctx, owner); err != nil {
+			return nil, err
+		}
 		rec.Resumes++
 		rec.Collect = transcript.CollectRunning
 		rec.Ended = time.Time{}
+		rec.Note = ""
 	} else {
 		started := now().UTC()
 		id := newRunID(p.Config.Name, started)
 		if st, err = o.Store.Create(ctx, id, o.Redact); err != nil {
+			return nil, err
+		}
+		if release, err = st.Lock(ctx, owner); err != nil {
 			return nil, err
 		}
 		rec = transcript.Run{
@@ -122,6 +134,18 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 			Started: started, Selection: p.Selection, Variants: p.Variants, Cases: len(p.Cases), Trials: p.Trials,
 			Collect: transcript.CollectRunning,
 		}
+		if abs, err := filepath.Abs(p.Config.File); err == nil && p.Config.File != "" {
+			rec.ConfigPath = abs
+		}
+	}
+	defer release()
+	rec.Owner = &owner
+	// A write the store refuses for want of space stops the run, so no
+	// more trials are run only to be lost; the error says how to resume.
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	st = &fullGuard{Run: st, stop: stop}
+	if p.Resume == nil {
 		if err := writeRunFiles(ctx, st, p); err != nil {
 			return nil, err
 		}
@@ -162,7 +186,18 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 		return nil, err
 	}
 	rec.Runner.Machines = append(rec.Runner.Machines, machines...)
+	rec.Stopped = col.stoppedVariants()
 	interrupted := ctx.Err() != nil
+	// Why the run ended early: Ctrl-C (context.Canceled) or a cause its
+	// caller gave, such as a deadline.
+	why := "interrupted"
+	if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
+		why = c.Error()
+	}
+	full := context.Cause(ctx)
+	if !errors.Is(full, ErrStoreFull) {
+		full = nil
+	}
 	// What is left records the run: it runs to its end after a Ctrl-C too,
 	// so the run's record and grades are whole.
 	ctx = context.WithoutCancel(ctx)
@@ -170,29 +205,46 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	// Gather: the store is the truth, whatever this attempt did.
 	g, err := gather(ctx, st, p.Keys, p.Graders, p.replaced(), func(err error) error { return err })
 	if err != nil {
+		if full != nil {
+			// The record cannot be written either; it says running, and
+			// readers show it interrupted once this process is gone.
+			return &Outcome{Store: st, Run: rec}, full
+		}
 		return nil, err
 	}
 	rec.Ended = now().UTC()
 	rec.Counts = g.counts
 	rec.Collect = transcript.CollectComplete
-	if rec.Counts.Missing > 0 || rec.Counts.Cancelled > 0 {
+	if rec.Counts.Missing > 0 || rec.Counts.Cancelled > 0 || rec.Counts.Skipped > 0 {
 		rec.Collect = transcript.CollectPartial
 	}
 	var notes, failed []string
-	if interrupted {
-		notes = append(notes, "interrupted")
+	switch {
+	case full != nil:
+		notes = append(notes, full.Error())
+	case interrupted:
+		notes = append(notes, why)
 	}
 	for _, m := range machines {
 		if m.Error != "" {
 			failed = append(failed, m.Error)
 		}
 	}
+	for _, sv := range rec.Stopped {
+		notes = append(notes, fmt.Sprintf("variant %s stopped after its first trials errored (%s)", sv.Variant, sv.Cause))
+	}
 	notes = append(notes, failed...)
 	rec.Note = strings.Join(notes, "; ")
 	if err := st.WriteRun(ctx, rec); err != nil {
+		if errors.Is(err, ErrStoreFull) {
+			return &Outcome{Store: st, Run: rec}, err
+		}
 		return nil, err
 	}
 	out := &Outcome{Store: st, Run: rec, Report: report.Build(p.reportInput(rec, g.trials))}
+	if full != nil {
+		return out, full
+	}
 	if len(failed) > 0 && len(failed) == len(machines) && col.total() == 0 {
 		return out, errors.New(strings.Join(failed, "\n"))
 	}
@@ -209,6 +261,7 @@ func runShards(ctx context.Context, p *Plan, o Options, rn runner.Runner, rec tr
 		Logger:     o.Logger,
 		Secrets:    o.Secrets,
 		Silence:    o.Silence,
+		Gate:       col.gate(rec.ID, o.Redact),
 	}
 	bundles := p.split(rec, todo, max(o.Chosen.Shards, 1))
 	staging, err := os.MkdirTemp("", "mst-bundles-")
@@ -393,17 +446,22 @@ type collector struct {
 	progress Progress
 	logger   *slog.Logger
 
-	mu sync.Mutex
-	n  int
+	mu   sync.Mutex
+	n    int
+	stop *StopGate // the coordinator's gate, fed here (stop.go)
 }
 
 func (c *collector) Trial(shardIndex int, m *shard.Trial, data []byte) {
 	ctx := context.Background() // a trial reported after Ctrl-C is still kept
 	t, err := c.take(ctx, m.Key, data)
 	if err != nil {
+		// The trial stays missing, but how it ended still counts towards
+		// stopping its variant.
+		c.observe(m.Key, m.Status, m.Cause, "")
 		c.logger.Warn("a trial's transcript could not be stored; it stays missing", "shard", shardIndex, "trial", m.Key.String(), "err", err)
 		return
 	}
+	c.observe(m.Key, m.Status, m.Cause, t.Outcome.Detail)
 	c.mu.Lock()
 	c.n++
 	c.mu.Unlock()
@@ -482,6 +540,7 @@ func gather(ctx context.Context, st store.Run, planned []transcript.Key, graders
 		return g, err
 	}
 	var fresh []grade.TrialGrade
+	damaged := map[transcript.Key]bool{}
 	for _, k := range keys {
 		if !want[k] {
 			continue
@@ -492,6 +551,10 @@ func gather(ctx context.Context, st store.Run, planned []transcript.Key, graders
 			continue
 		}
 		t, err := st.ReadTranscript(ctx, k)
+		if errors.Is(err, store.ErrNotFound) {
+			damaged[k] = true // cut short: the trial is missing
+			continue
+		}
 		if err != nil {
 			return g, err
 		}
@@ -517,7 +580,7 @@ func gather(ctx context.Context, st store.Run, planned []transcript.Key, graders
 	g.counts.Planned = len(planned)
 	have := map[transcript.Key]bool{}
 	for _, k := range keys {
-		have[k] = true
+		have[k] = !damaged[k]
 	}
 	for _, k := range planned {
 		tg, ok := grades[k]

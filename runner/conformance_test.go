@@ -13,9 +13,16 @@ import (
 // reports; the processes runner's workers run that binary.
 const testVersion = "0.0.0-runnertest"
 
+// role, when set (by an OS's test file), runs a role this test binary was
+// started again for, and exits, when the environment asks for one.
+var role func()
+
 func TestMain(m *testing.M) {
 	// The suite starts this test binary again as its MCP server.
 	runnertest.Serve()
+	if role != nil {
+		role()
+	}
 	code := m.Run()
 	testbin.Clean()
 	os.Exit(code)

@@ -74,7 +74,7 @@ func (r *machineRunner) RunShard(ctx context.Context, s Shard) (rep ShardReport,
 	if err := m.CopyTo(ctx, s.BundleDir, bundleDir); err != nil {
 		return rep, fmt.Errorf("shard %d: copying the bundle to %s: %w", i, m.ID(), err)
 	}
-	fetched, err := os.MkdirTemp("", "mst-fetch-")
+	fetched, err := TempFolder("mst-fetch-", s.Run)
 	if err != nil {
 		return rep, err
 	}

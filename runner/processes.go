@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -41,7 +42,7 @@ func ProcessesDefinition() *Definition {
 			owned := false
 			if root == "" {
 				var err error
-				if root, err = os.MkdirTemp("", "mst-shards-"); err != nil {
+				if root, err = TempFolder("mst-shards-", ""); err != nil {
 					return nil, err
 				}
 				owned = true
@@ -59,6 +60,16 @@ type processes struct {
 	owned bool
 	mst   []string
 	grace time.Duration
+	mark  sync.Once
+}
+
+// RunShard marks a root folder the runner made as the run's, for `mst
+// runner cleanup`, and runs the shard.
+func (p *processes) RunShard(ctx context.Context, s Shard) (ShardReport, error) {
+	if p.owned {
+		p.mark.Do(func() { MarkFolder(p.root, s.Run) })
+	}
+	return p.Runner.RunShard(ctx, s)
 }
 
 func (p *processes) create(ctx context.Context, i int) (Machine, error) {
@@ -73,6 +84,9 @@ func (p *processes) create(ctx context.Context, i int) (Machine, error) {
 // is empty (kept machines keep it).
 func (p *processes) Close() error {
 	if p.owned {
+		if entries, err := os.ReadDir(p.root); err == nil && len(entries) == 1 && entries[0].Name() == ownerFile {
+			os.Remove(filepath.Join(p.root, ownerFile))
+		}
 		os.Remove(p.root)
 	}
 	return nil
@@ -108,9 +122,17 @@ func (f *folder) Exec(ctx context.Context, argv []string, stdin io.Reader, stdou
 	cmd.Dir = f.dir
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// A process group of its own: a Ctrl-C at the terminal reaches only
-	// the coordinator, which passes it on as a cancel message.
+	// the coordinator, which passes it on as a cancel message. A stop
+	// reaches the whole group, and whatever is left of it once the worker
+	// has exited is killed. On Linux the worker also gets SIGTERM when
+	// this process dies, however it dies, and then stops its servers.
 	proctree.Group(cmd)
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	proctree.DieWithParent(cmd, syscall.SIGTERM)
+	cmd.Cancel = func() error {
+		err := cmd.Process.Signal(syscall.SIGTERM)
+		proctree.KillGroup(cmd.Process.Pid, syscall.SIGTERM)
+		return err
+	}
 	cmd.WaitDelay = f.grace
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -127,7 +149,10 @@ func (f *folder) Exec(ctx context.Context, argv []string, stdin io.Reader, stdou
 		}
 		in.Close()
 	}()
-	return cmd.Wait()
+	err = cmd.Wait()
+	// The group's id is not reused while any process of it lives.
+	proctree.KillGroup(cmd.Process.Pid, syscall.SIGKILL)
+	return err
 }
 
 func (f *folder) CopyTo(ctx context.Context, localDir, remoteDir string) error {

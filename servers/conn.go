@@ -15,11 +15,13 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mst-eval/mst/internal/proctree"
 	"github.com/mst-eval/mst/internal/tailbuf"
 )
 
@@ -73,7 +75,9 @@ func Connect(ctx context.Context, s Server) (*Conn, error) {
 	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "mst", Version: "1"}, nil)
 	session, err := client.Connect(cctx, transport, nil)
+	c.track()
 	if err != nil {
+		c.stopGroup()
 		return nil, c.startError(cctx, timeout, "connecting", err)
 	}
 	c.session = session
@@ -83,18 +87,18 @@ func Connect(ctx context.Context, s Server) (*Conn, error) {
 	var raw []*mcp.Tool
 	for tool, err := range session.Tools(cctx, nil) {
 		if err != nil {
-			session.Close()
+			c.Close()
 			return nil, c.startError(cctx, timeout, "listing tools", err)
 		}
 		raw = append(raw, tool)
 	}
 	if len(raw) == 0 {
-		session.Close()
+		c.Close()
 		return nil, fmt.Errorf("server %s: %w: it lists no tools%s", s.Name, ErrServer, c.printed())
 	}
 	tools, err := applyOverrides(s, raw)
 	if err != nil {
-		session.Close()
+		c.Close()
 		return nil, err
 	}
 	c.Tools = tools
@@ -126,6 +130,11 @@ func (c *Conn) transport() (mcp.Transport, error) {
 	cmd.Dir = s.Dir
 	cmd.Env = serverEnv(s.Env)
 	cmd.Stderr = c.stderr
+	// A group of its own, so that Close stops what the server started
+	// too; and on Linux the server dies with the process that started it,
+	// whatever it does with its stdin.
+	proctree.Group(cmd)
+	proctree.DieWithParent(cmd, syscall.SIGKILL)
 	c.cmd = cmd
 	return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
 }
@@ -221,15 +230,17 @@ func (c *Conn) awaitExit(err error) {
 }
 
 // Close ends the session (for stdio, closes the server's stdin, then stops
-// it in steps: SIGTERM after 2s, SIGKILL 2s later). It is safe on the nil
-// Conn a failed Connect returns. A stdio server that had to be stopped by
-// a signal, or exited with a failure status once its stdin closed, is not
-// an error: it is gone, as Close promises.
+// it in steps: SIGTERM after 2s, SIGKILL 2s later), and then kills what is
+// left of the server's process group: the processes it started. It is
+// safe on the nil Conn a failed Connect returns. A stdio server that had
+// to be stopped by a signal, or exited with a failure status once its
+// stdin closed, is not an error: it is gone, as Close promises.
 func (c *Conn) Close() error {
 	if c == nil || c.session == nil {
 		return nil
 	}
 	err := c.session.Close()
+	c.stopGroup()
 	if _, ok := errors.AsType[*exec.ExitError](err); ok && c.cmd != nil {
 		return nil
 	}

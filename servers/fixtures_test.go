@@ -34,6 +34,8 @@ func runRole(role string) int {
 		}
 	case "legacy":
 		return runLegacy()
+	case "connect-deaf":
+		return runConnectDeaf()
 	case "hangup":
 		// Reads one request, stops reading (closes stdin), answers it with
 		// an error and exits: the client's next write finds no reader.

@@ -3,10 +3,14 @@ package servers_test
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/mst-eval/mst/internal/testserver"
 	"github.com/mst-eval/mst/servers"
@@ -100,5 +104,52 @@ func TestReadyChecksServersAtOnce(t *testing.T) {
 	}
 	if err := servers.Ready(t.Context(), list); err != nil {
 		t.Errorf("Ready(2 servers that wait for each other) = %v, want nil", err)
+	}
+}
+
+// TestReadyTools: the readiness check returns every tool each server
+// lists, in the order of the list, with the tools a variant hides named
+// apart, so a caller can check graders' tool names against them.
+func TestReadyTools(t *testing.T) {
+	t.Parallel()
+	many := testServer(t, "many", "--many")
+	many.Tools = map[string]servers.ToolOverride{"filler_07": {Hidden: true}, testserver.UnicodeTool: {Hidden: true}, "echo": {}}
+	plain := httpFixture(t, "plain", testserver.New(true), nil)
+	listed, err := servers.ReadyTools(t.Context(), []servers.Server{many, plain})
+	if err != nil {
+		t.Fatalf("ReadyTools = %v", err)
+	}
+	if len(listed) != 2 || listed[0].Server != "many" || listed[1].Server != "plain" {
+		t.Fatalf("ReadyTools(many, plain) = %+v, want one entry per server, in order", listed)
+	}
+	base := []string{"echo", "sleep", "fail", "crash"}
+	if diff := cmp.Diff(base, listed[1].Names(), cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("ReadyTools: tools of plain (-want +got):\n%s", diff)
+	}
+	names := listed[0].Names()
+	if got, want := len(names), len(base)+testserver.ManyTools-2+2; got != want {
+		t.Errorf("ReadyTools: many lists %d tools, want %d: %v", got, want, names)
+	}
+	if diff := cmp.Diff([]string{"filler_07", testserver.UnicodeTool}, listed[0].Hidden, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("ReadyTools: hidden tools of many (-want +got):\n%s", diff)
+	}
+	for _, tool := range listed[0].Offered {
+		if tool.Name == "filler_07" || tool.Name == testserver.UnicodeTool {
+			t.Errorf("ReadyTools: %s is hidden but listed as offered", tool.Name)
+		}
+	}
+	for _, want := range []string{testserver.LongTool, "filler_42", "filler_07", testserver.UnicodeTool, "echo"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("ReadyTools: many's names %v lack %s", names, want)
+		}
+	}
+
+	// A failing server leaves a zero entry; the others are still listed.
+	listed, err = servers.ReadyTools(t.Context(), []servers.Server{testServer(t, "db", "--fail-start"), plain})
+	if err == nil || !strings.Contains(err.Error(), "server db") {
+		t.Errorf("ReadyTools(failing, plain) error = %v, want one naming server db", err)
+	}
+	if len(listed) != 2 || listed[0].Server != "" || listed[1].Server != "plain" {
+		t.Errorf("ReadyTools(failing, plain) = %+v, want a zero entry then plain", listed)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mst-eval/mst/dataset"
+	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/internal/atomicfile"
 	"github.com/mst-eval/mst/servers"
 	"github.com/mst-eval/mst/transcript"
@@ -58,6 +59,10 @@ type Setting struct {
 	// KeyEnv is the variable clientOptions.apiKeyEnv named, or "".
 	KeyEnv  string           `json:"keyEnv,omitempty"`
 	Servers []servers.Server `json:"servers"`
+	// GraderRefs are the tools the graders of this setting's trials name;
+	// the readiness check refuses the shard when one names a tool or a
+	// server the variant does not have.
+	GraderRefs []grade.PlacedRef `json:"graderRefs,omitempty"`
 }
 
 // Planned is one trial of a bundle.

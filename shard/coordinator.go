@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mst-eval/mst/secrets"
+	"github.com/mst-eval/mst/transcript"
 )
 
 // ErrWorkerLost means a worker's channel ended, or the worker stayed
@@ -27,6 +28,13 @@ type Events interface {
 	// when the worker wrote it into the run's store itself (Serve was given
 	// no fetch).
 	Trial(shard int, m *Trial, data []byte)
+}
+
+// Gate decides whether a trial a worker asks room for runs at all. Admit
+// returns "" to let it run, or the reason it is skipped. It is called from
+// the goroutines serving shards, several at once, as acquires arrive.
+type Gate interface {
+	Admit(key transcript.Key) (skip string)
 }
 
 // Coordinator is the coordinator's side of mst.shard/v1 for one run: it
@@ -48,6 +56,12 @@ type Coordinator struct {
 	// get only Secrets, and need-tokens is answered with nothing. A
 	// Coordinator with a TokenSource needs Secrets.
 	TokenSource TokenSource
+	// Gate, when set, is asked about every acquire as it arrives, before
+	// any room is taken, and once more when the room was found (a variant
+	// may have been stopped while the trial waited). A trial it skips gets
+	// a Granted with Skip set and holds no room; a trial already granted
+	// runs to its end.
+	Gate Gate
 }
 
 // Fetch returns the bytes of one file the worker wrote, by the path its
@@ -175,16 +189,29 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 				if res.Hello == nil {
 					return res, fmt.Errorf("shard %d: the worker sent acquire before hello", shard)
 				}
+				if c.Gate != nil {
+					if skip := c.Gate.Admit(m.Key); skip != "" {
+						enc.Write(&Granted{ID: m.ID, Skip: skip})
+						continue
+					}
+				}
 				go func() {
 					sems, err := c.Limits.acquire(grantCtx, m.Providers, m.Servers)
 					if err != nil {
 						return
 					}
+					skip := ""
+					if c.Gate != nil {
+						skip = c.Gate.Admit(m.Key)
+					}
 					heldMu.Lock()
-					if closed {
+					if ended := closed; ended || skip != "" {
 						heldMu.Unlock()
 						for _, s := range sems {
 							s.release()
+						}
+						if !ended {
+							enc.Write(&Granted{ID: m.ID, Skip: skip})
 						}
 						return
 					}

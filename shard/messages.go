@@ -89,6 +89,13 @@ type Done struct {
 // Granted answers an Acquire.
 type Granted struct {
 	ID int64 `json:"id"`
+	// Skip, when set, says the trial must not run and why (its variant
+	// was stopped, see Gate): the worker opens no client, stores a
+	// transcript with the outcome skipped and this text as its detail,
+	// and reports it with a Trial message as usual. A skip grant holds no
+	// room under the limits. A coordinator older than this field never
+	// sends it.
+	Skip string `json:"skip,omitempty"`
 }
 
 // Tokens hands the worker access tokens and secret values, by name. The

@@ -36,15 +36,17 @@ import (
 	"time"
 
 	"github.com/mst-eval/mst/internal/atomicfile"
+	"github.com/mst-eval/mst/internal/proctree"
 	"github.com/mst-eval/mst/secrets"
 )
 
 // TokensDirEnv is the name, in a session's Env, of the folder that holds
 // the worker's tokens as files: one file per token, named after the token,
-// holding its current value and nothing else. A file is replaced (never
-// rewritten in place) when a fresh value arrives and removed when its
-// value expires. The variable is absent when the worker has no such
-// folder.
+// holding its current value and nothing else, beside one file that is
+// not a token: .mst-owner, which names the worker (no token has a name
+// that starts with a dot). A file is replaced (never rewritten in place)
+// when a fresh value arrives and removed when its value expires. The
+// variable is absent when the worker has no such folder.
 const TokensDirEnv = "MST_TOKENS_DIR"
 
 // Token is an access token a TokenSource hands out.
@@ -292,6 +294,11 @@ func (k *workerTokens) writeLocked(name, value string) error {
 			return err
 		}
 		k.dir, k.made = dir, made
+		// The folder names this worker, so that `mst runner cleanup`
+		// can remove it should the worker die without doing so.
+		if err := proctree.MarkOwner(dir, ""); err != nil {
+			k.logger.Warn("marking the tokens folder as this worker's failed", "err", err)
+		}
 	}
 	// Names are shell variable names (the Set checked), so they are
 	// plain file names.

@@ -23,6 +23,7 @@ import (
 
 	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/dataset"
+	"github.com/mst-eval/mst/internal/proctree"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/store"
@@ -60,6 +61,9 @@ func (c *tokClient) run(ctx context.Context, p client.OpenParams, tr client.Tria
 		}
 		entries, _ := os.ReadDir(dir)
 		for _, e := range entries {
+			if e.Name() == proctree.OwnerFile {
+				continue // names the worker; not a token
+			}
 			b, err := os.ReadFile(filepath.Join(dir, e.Name()))
 			info, ierr := e.Info()
 			if err != nil || ierr != nil {
@@ -263,6 +267,10 @@ func TestWorkerTokenRefresh(t *testing.T) {
 		}
 		if info.Mode().Perm() != 0o700 {
 			t.Errorf("tokens folder mode = %v, want 0700", info.Mode().Perm())
+		}
+		// The folder names its worker, for mst runner cleanup.
+		if o, err := proctree.ReadOwner(dir); err != nil || o.PID != os.Getpid() {
+			t.Errorf("tokens folder owner = %+v, %v; want this process (%d)", o, err, os.Getpid())
 		}
 		path := filepath.Join(dir, "DRIVE_TOKEN")
 		if got := tokReadFile(t, path); got != first {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/dataset"
+	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/servers"
 	"github.com/mst-eval/mst/store"
@@ -54,7 +55,15 @@ type Worker struct {
 	MSTVersion  string
 	// WorkDir is a folder for sessions' files.
 	WorkDir string
+	// AbandonGrace is how long a client that ignores its trial's end (the
+	// timeout, a cancel) is waited for before the worker gives up on it:
+	// the trial is recorded without it and its session closed, so one
+	// stuck client cannot hang the shard. Zero means AbandonGrace.
+	AbandonGrace time.Duration
 }
+
+// AbandonGrace is the default Worker.AbandonGrace.
+const AbandonGrace = 30 * time.Second
 
 // Run runs the bundle's trials, reading coordinator messages from in and
 // writing protocol messages to out (nothing else). It returns when every
@@ -127,6 +136,7 @@ type workerRun struct {
 
 	mu       sync.Mutex
 	grants   map[int64]chan struct{}
+	skips    map[int64]string // the Skip of a granted acquire, when set
 	nextID   int64
 	pools    map[int]*pool
 	tally    transcript.Counts
@@ -140,7 +150,9 @@ func (r *workerRun) readCoordinator(in io.Reader, cancel context.CancelFunc) {
 	for {
 		m, err := dec.Read()
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, ErrUnknownMessage) {
+			// EOF, or a pipe the local runner closed: the coordinator is
+			// done with this worker, which is no news.
+			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrClosedPipe) && !errors.Is(err, ErrUnknownMessage) {
 				r.w.Logger.Warn("coordinator channel", "err", err)
 			}
 			if errors.Is(err, ErrUnknownMessage) {
@@ -156,6 +168,12 @@ func (r *workerRun) readCoordinator(in io.Reader, cancel context.CancelFunc) {
 			r.mu.Lock()
 			ch := r.grants[m.ID]
 			delete(r.grants, m.ID)
+			if ch != nil && m.Skip != "" {
+				if r.skips == nil {
+					r.skips = map[int64]string{}
+				}
+				r.skips[m.ID] = m.Skip
+			}
 			r.mu.Unlock()
 			if ch != nil {
 				close(ch)
@@ -189,22 +207,52 @@ func (r *workerRun) heartbeat(ctx context.Context) {
 }
 
 // ready is the readiness check: every server of every variant connects and
-// lists at least one tool, with the variant's tool overrides valid.
+// lists at least one tool, with the variant's tool overrides valid, and
+// every tool and server the graders name is one the variant has. A variant
+// that declares no servers (its client brings its own) is not checked
+// against its graders.
 func (r *workerRun) ready(ctx context.Context) error {
-	var list []servers.Server
+	var (
+		list     []servers.Server
+		of       []string // the variant of each server of list
+		variants []string
+		refs     = map[string][]grade.PlacedRef{}
+	)
 	seen := map[string]bool{}
 	for _, set := range r.b.Settings {
+		if _, ok := refs[set.Variant]; !ok {
+			variants = append(variants, set.Variant)
+		}
+		refs[set.Variant] = append(refs[set.Variant], set.GraderRefs...)
 		for _, s := range set.Servers {
 			// A variant's case settings share its servers: check each once.
 			id := set.Variant + "\x00" + s.Name
 			if !seen[id] {
 				seen[id] = true
 				list = append(list, s)
+				of = append(of, set.Variant)
 			}
 		}
 	}
-	if err := servers.Ready(ctx, list); err != nil {
+	listed, err := servers.ReadyTools(ctx, list)
+	if err != nil {
 		return fmt.Errorf("readiness check failed, no trial ran:\n%w", err)
+	}
+	have := map[string][]grade.ServerTools{}
+	for i, l := range listed {
+		have[of[i]] = append(have[of[i]], grade.ServerTools{Server: l.Server, Tools: l.Names()})
+	}
+	var errs []error
+	for _, v := range variants {
+		if len(have[v]) == 0 {
+			continue
+		}
+		if err := grade.CheckRefs(v, refs[v], have[v]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("readiness check failed, no trial ran: graders name tools the servers do not have (graders name a tool as its server lists it):\n%w", errors.Join(errs...))
 	}
 	return nil
 }
@@ -218,11 +266,12 @@ func (r *workerRun) caseByID(id string) *dataset.Case {
 	return nil
 }
 
-// acquire asks the coordinator for room and waits for it.
-func (r *workerRun) acquire(ctx context.Context, key transcript.Key, set *Setting) (int64, error) {
+// acquire asks the coordinator for room and waits for it. skip is set
+// when the coordinator answered that the trial must not run, and why.
+func (r *workerRun) acquire(ctx context.Context, key transcript.Key, set *Setting) (id int64, skip string, err error) {
 	r.mu.Lock()
 	r.nextID++
-	id := r.nextID
+	id = r.nextID
 	ch := make(chan struct{})
 	r.grants[id] = ch
 	r.mu.Unlock()
@@ -234,29 +283,46 @@ func (r *workerRun) acquire(ctx context.Context, key transcript.Key, set *Settin
 		a.Servers = append(a.Servers, s.Name)
 	}
 	if err := r.enc.Write(a); err != nil {
-		return id, err
+		return id, "", err
 	}
 	select {
 	case <-ch:
-		return id, nil
+		r.mu.Lock()
+		skip = r.skips[id]
+		delete(r.skips, id)
+		r.mu.Unlock()
+		return id, skip, nil
 	case <-ctx.Done():
-		return id, ctx.Err()
+		return id, "", ctx.Err()
 	}
 }
 
 // trial runs one trial and reports it. A trial that never got room (the
-// run was cancelled first) writes nothing: it stays missing.
+// run was cancelled first) writes nothing: it stays missing. A trial the
+// coordinator skips opens no client: its transcript says skipped, and why.
 func (r *workerRun) trial(ctx context.Context, pt Planned) {
 	key := pt.Key
 	set := &r.b.Settings[pt.Setting] // ReadBundle checked the index and the case
 	c := r.caseByID(key.Case)
-	id, err := r.acquire(ctx, key, set)
+	id, skip, err := r.acquire(ctx, key, set)
 	if err != nil {
 		return
 	}
-	r.inFlight.Add(1)
-	defer r.inFlight.Add(-1)
-	t := r.runTrial(ctx, key, pt.Setting, c)
+	var t *transcript.Transcript
+	if skip != "" {
+		now := time.Now().UTC()
+		t = &transcript.Transcript{
+			Kind: "mst.transcript", Version: transcript.Version, Run: r.b.Run.ID, Key: key, Shard: r.b.Shard,
+			Client: transcript.ClientInfo{Name: set.Client}, Model: set.Model, Prompt: c.Input,
+			Environment: r.w.Environment,
+			Timing:      transcript.Timing{Started: now, Ended: now},
+			Outcome:     transcript.Outcome{Status: transcript.Skipped, Detail: skip},
+		}
+	} else {
+		r.inFlight.Add(1)
+		defer r.inFlight.Add(-1)
+		t = r.runTrial(ctx, key, pt.Setting, c)
+	}
 	write := r.results.WriteTranscript
 	if pt.Replace {
 		write = r.results.ReplaceTranscript
@@ -308,9 +374,20 @@ func (r *workerRun) runTrial(ctx context.Context, key transcript.Key, setting in
 	if set.Timeout > 0 {
 		tctx, cancel = context.WithTimeout(ctx, set.Timeout)
 	}
-	res, err := sess.session.Run(tctx, client.Trial{Key: key, Prompt: c.Input, Metadata: c.Metadata})
+	res, err, abandoned := r.runSession(tctx, sess.session, client.Trial{Key: key, Prompt: c.Input, Metadata: c.Metadata})
 	timedOut := tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 	cancel()
+	if abandoned {
+		// The session may still be running the trial: nothing of it is
+		// read, and it is closed (in the background: a client that
+		// ignores its context may ignore Close too).
+		t.Outcome = transcript.Outcome{Status: transcript.TimedOut, Detail: fmt.Sprintf("no answer within the timeout (%s), and the client did not stop within %s after it: its session was closed", set.Timeout, r.abandonGrace())}
+		if ctx.Err() != nil {
+			t.Outcome = transcript.Outcome{Status: transcript.Cancelled, Detail: fmt.Sprintf("the run was interrupted during this trial, and the client did not stop within %s: its session was closed", r.abandonGrace())}
+		}
+		go p.drop(sess)
+		return finish()
+	}
 	t.Servers, t.Messages, t.ToolCalls, t.Answer, t.Usage = res.Servers, res.Messages, res.ToolCalls, res.Answer, res.Usage
 	t.Client.Version, t.ClientTelemetry = res.ClientVersion, res.ClientTelemetry
 	t.Outcome = res.Outcome
@@ -338,6 +415,42 @@ func (r *workerRun) runTrial(ctx context.Context, key transcript.Key, setting in
 		t.Outcome = transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseClient, Detail: "the client returned no outcome"}
 	}
 	return finish()
+}
+
+// runSession runs one trial on a session. When tctx ends and the session
+// has not returned AbandonGrace later, it gives up on it: abandoned is true
+// and res and err are empty.
+func (r *workerRun) runSession(tctx context.Context, s client.Session, tr client.Trial) (res client.Result, err error, abandoned bool) {
+	type ran struct {
+		res client.Result
+		err error
+	}
+	done := make(chan ran, 1)
+	go func() {
+		res, err := s.Run(tctx, tr)
+		done <- ran{res, err}
+	}()
+	select {
+	case d := <-done:
+		return d.res, d.err, false
+	case <-tctx.Done():
+	}
+	grace := time.NewTimer(r.abandonGrace())
+	defer grace.Stop()
+	select {
+	case d := <-done:
+		return d.res, d.err, false
+	case <-grace.C:
+		r.w.Logger.Warn("a client ignored the end of its trial; its session is closed", "trial", tr.Key.String(), "grace", r.abandonGrace())
+		return client.Result{}, nil, true
+	}
+}
+
+func (r *workerRun) abandonGrace() time.Duration {
+	if r.w.AbandonGrace > 0 {
+		return r.w.AbandonGrace
+	}
+	return AbandonGrace
 }
 
 // DiagnoseTimeout bounds a session's Diagnose.

@@ -19,6 +19,7 @@ import (
 	"github.com/mst-eval/mst/dataset"
 	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/internal/atomicfile"
+	"github.com/mst-eval/mst/internal/runlock"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/transcript"
 )
@@ -26,6 +27,8 @@ import (
 // The files of a run folder. Only this file knows them.
 const (
 	runFile        = "run.json"
+	prevRunFile    = "run.prev.json" // the record before the latest, for when run.json is damaged
+	lockFile       = "run.lock"
 	casesFile      = "cases.jsonl"
 	gradersFile    = "graders.json"
 	gradesFile     = "grades.jsonl"
@@ -42,6 +45,8 @@ const (
 //	ROOT/RUN-ID/graders.json                   the eval's graders, as written
 //	ROOT/RUN-ID/transcripts/VARIANT/CASE.tN.json   one transcript per trial
 //	ROOT/RUN-ID/grades.jsonl                   one grade per line, appended
+//	ROOT/RUN-ID/run.prev.json                  a second copy of the run record
+//	ROOT/RUN-ID/run.lock                       held by the run's writer; names it
 //
 // VARIANT and CASE are escaped (url.PathEscape, "." and ".." as %2E), so any
 // id is a safe name and distinct ids stay distinct; one too long for a file
@@ -141,23 +146,86 @@ func (r *DirRun) readJSON(name string, v any) error {
 		}
 		return err
 	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return fmt.Errorf("%s: %w", r.path(name), errEmpty)
+	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("%s: %w", r.path(name), err)
 	}
 	return nil
 }
 
-// WriteRun writes run.json.
-func (r *DirRun) WriteRun(ctx context.Context, rec transcript.Run) error {
-	return r.writeJSON(runFile, rec)
+// Lock takes run.lock (see package runlock): the operating system lets it
+// go when this process ends.
+func (r *DirRun) Lock(ctx context.Context, owner transcript.Owner) (func() error, error) {
+	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+		return nil, err
+	}
+	l, err := runlock.Acquire(r.path(lockFile), runlock.Owner{PID: owner.PID, Host: owner.Host, Started: owner.Started})
+	var busy *runlock.BusyError
+	if errors.As(err, &busy) {
+		return nil, &BusyError{Location: r.dir, Owner: transcript.Owner{PID: busy.Owner.PID, Host: busy.Owner.Host, Started: busy.Owner.Started}}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return l.Release, nil
 }
 
-// ReadRun reads run.json.
+// Holder tests run.lock without taking it.
+func (r *DirRun) Holder(ctx context.Context) (transcript.Owner, bool, error) {
+	o, held, err := runlock.Holder(r.path(lockFile))
+	return transcript.Owner{PID: o.PID, Host: o.Host, Started: o.Started}, held, err
+}
+
+// WriteRun writes run.json, then the same record to run.prev.json: were
+// one of them damaged, the other holds this record or the one before.
+func (r *DirRun) WriteRun(ctx context.Context, rec transcript.Run) error {
+	if err := r.writeJSON(runFile, rec); err != nil {
+		return err
+	}
+	return r.writeJSON(prevRunFile, rec)
+}
+
+// ReadRun reads run.json, or run.prev.json when run.json is damaged, and
+// shows a run that says running with no live owner as interrupted.
 func (r *DirRun) ReadRun(ctx context.Context) (transcript.Run, error) {
 	var rec transcript.Run
 	err := r.readJSON(runFile, &rec)
-	return rec, err
+	var syntax *json.SyntaxError
+	if err != nil && (errors.As(err, &syntax) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errEmpty)) {
+		var prev transcript.Run
+		if perr := r.readJSON(prevRunFile, &prev); perr != nil {
+			return rec, fmt.Errorf("%w: %v; its copy %s cannot be read either (%v), so the run's record is lost: its transcripts under %s are kept, but it cannot be reported or resumed; start a new run", ErrDamaged, err, r.path(prevRunFile), perr, r.path(transcriptsDir))
+		}
+		rec = prev
+		rec.Note = strings.TrimPrefix(rec.Note+"; "+runFile+" was damaged and was read from "+prevRunFile, "; ")
+		err = nil
+	}
+	if err != nil {
+		return rec, err
+	}
+	if rec.Collect == transcript.CollectRunning {
+		o, live, herr := r.Holder(ctx)
+		if herr != nil {
+			return rec, herr
+		}
+		if !live {
+			rec.Collect = transcript.CollectInterrupted
+			why := "its coordinator ended before it could record how the run ended"
+			if rec.Owner != nil {
+				why = fmt.Sprintf("its coordinator (%s) ended before it could record how the run ended", rec.Owner)
+			} else if o.PID != 0 {
+				why = fmt.Sprintf("its coordinator (%s) ended before it could record how the run ended", o)
+			}
+			rec.Note = strings.TrimPrefix(rec.Note+"; "+why, "; ")
+		}
+	}
+	return rec, nil
 }
+
+// errEmpty is the error of an empty JSON file.
+var errEmpty = errors.New("the file is empty")
 
 // WriteConfig writes eval.yaml (or eval.json, after name's extension).
 func (r *DirRun) WriteConfig(ctx context.Context, name string, data []byte) error {
@@ -339,11 +407,66 @@ func (r *DirRun) WriteTranscript(ctx context.Context, t *transcript.Transcript) 
 	}
 	if err := atomicfile.Create(r.path(rel), b); err != nil {
 		if errors.Is(err, fs.ErrExist) {
+			if _, rerr := readTranscriptFile(r.path(rel)); errors.Is(rerr, ErrDamaged) {
+				// What is there is not a transcript (a crash cut it short):
+				// the trial has none, and this one takes its place.
+				return rel, atomicfile.Write(r.path(rel), b)
+			}
 			return "", fmt.Errorf("%s: %w", r.path(rel), ErrExists)
 		}
 		return "", err
 	}
 	return rel, nil
+}
+
+// damagedError is a transcript file that is not whole.
+type damagedError struct {
+	path string
+	err  error
+}
+
+func (e *damagedError) Error() string {
+	return fmt.Sprintf("%s is damaged (%v): it counts as missing, and mst run --resume runs the trial again", e.path, e.err)
+}
+func (e *damagedError) Unwrap() []error { return []error{ErrDamaged, ErrNotFound, e.err} }
+
+// readTranscriptFile reads and decodes one transcript file; one that is
+// empty or does not decode (cut short) fails as damaged.
+func readTranscriptFile(path string) (*transcript.Transcript, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, &damagedError{path, fmt.Errorf("it is empty")}
+	}
+	t, err := transcript.Decode(b)
+	if err != nil {
+		return nil, &damagedError{path, err}
+	}
+	return t, nil
+}
+
+// looksWhole says, from its last bytes only, whether a transcript file can
+// be whole: every transcript is a JSON object, so it ends with "}" (and
+// white space); a file cut short (empty, or ending mid-way) almost never
+// does, and one that does anyway fails to decode when read.
+func looksWhole(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() < 2 {
+		return false
+	}
+	n := min(st.Size(), 16)
+	tail := make([]byte, n)
+	if _, err := f.ReadAt(tail, st.Size()-n); err != nil {
+		return false
+	}
+	return bytes.HasSuffix(bytes.TrimRight(tail, " \t\r\n"), []byte("}"))
 }
 
 // ReplaceTranscript writes the transcript's file, replacing any.
@@ -358,19 +481,11 @@ func (r *DirRun) ReplaceTranscript(ctx context.Context, t *transcript.Transcript
 
 // ReadTranscript reads the transcript of key.
 func (r *DirRun) ReadTranscript(ctx context.Context, key transcript.Key) (*transcript.Transcript, error) {
-	p := r.path(transcriptPath(key))
-	b, err := os.ReadFile(p)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("transcript of %s: %w", key, ErrNotFound)
-		}
-		return nil, err
+	t, err := readTranscriptFile(r.path(transcriptPath(key)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("transcript of %s: %w", key, ErrNotFound)
 	}
-	t, err := transcript.Decode(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", p, err)
-	}
-	return t, nil
+	return t, err
 }
 
 // walk calls fn with the key and path of every transcript file.
@@ -397,6 +512,9 @@ func (r *DirRun) walk(ctx context.Context, fn func(k transcript.Key, path string
 		if !ok {
 			return nil // not a transcript's name: someone else's file
 		}
+		if !looksWhole(path) {
+			return nil // cut short: the trial has no transcript
+		}
 		return fn(k, path)
 	})
 }
@@ -414,13 +532,12 @@ func (r *DirRun) Keys(ctx context.Context) ([]transcript.Key, error) {
 // Transcripts reads every transcript, one at a time.
 func (r *DirRun) Transcripts(ctx context.Context, fn func(*transcript.Transcript) error) error {
 	return r.walk(ctx, func(_ transcript.Key, path string) error {
-		b, err := os.ReadFile(path)
+		t, err := readTranscriptFile(path)
+		if errors.Is(err, ErrDamaged) {
+			return nil // as if not stored
+		}
 		if err != nil {
 			return err
-		}
-		t, err := transcript.Decode(b)
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
 		}
 		return fn(t)
 	})
@@ -452,6 +569,9 @@ func (r *DirRun) AppendGrades(ctx context.Context, gs ...grade.TrialGrade) error
 		return fmt.Errorf("appending grades: %w", err)
 	}
 	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync() // a grade once appended survives a power cut
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

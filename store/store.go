@@ -5,9 +5,13 @@
 // interfaces, checked by the same conformance suite (store/storetest).
 //
 // The directory store (Dir) is the first implementation: a folder per run.
-// Its writes are atomic (a temporary file renamed, or linked, into place),
-// so a crash leaves the old file or the new one, never half of one; grades
-// are appended a line at a time, and a torn last line is ignored when read.
+// Its writes are atomic and durable (a temporary file synced, then renamed
+// or linked into place, then the folder synced), so a crash leaves the old
+// file or the new one, never half of one; grades are appended a line at a
+// time and synced, and a torn last line is ignored when read. A transcript
+// left short anyway (by an older MST, or a file system that lost it) counts
+// as missing. A run has one writer at a time: the process that holds the
+// lock of its folder (see Lock).
 //
 // Every write through a Run passes through the Redactor it was opened with,
 // so no secret value reaches what is stored. Reads return what was stored.
@@ -17,6 +21,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/mst-eval/mst/dataset"
 	"github.com/mst-eval/mst/grade"
@@ -28,8 +33,37 @@ import (
 // transcript is written once, and only ReplaceTranscript replaces it.
 var ErrExists = errors.New("a transcript for this trial is already stored")
 
-// ErrNotFound means the run, or the trial's transcript, is not stored.
+// ErrNotFound means the run, or the trial's transcript, is not stored. A
+// transcript that is not whole (a crash or a power cut cut it short) is
+// not stored either: Keys and Transcripts leave it out, ReadTranscript
+// fails wrapping ErrNotFound and ErrDamaged, and WriteTranscript replaces
+// it.
 var ErrNotFound = errors.New("not stored")
+
+// ErrDamaged means what is stored cannot be read back whole.
+var ErrDamaged = errors.New("damaged")
+
+// ErrBusy means another process writes the run: a run has one writer.
+var ErrBusy = errors.New("the run is being written by another process")
+
+// BusyError names the process that owns a run someone else wanted to
+// write.
+type BusyError struct {
+	// Location is the run's (or shard folder's) location.
+	Location string
+	// Owner is who holds it; zero when it has not said yet.
+	Owner transcript.Owner
+}
+
+func (e *BusyError) Error() string {
+	who := "another process"
+	if e.Owner.PID != 0 {
+		who = e.Owner.String()
+	}
+	return fmt.Sprintf("%s is in use by %s: a run has one writer; wait for that process to end, or stop it, then try again", e.Location, who)
+}
+
+func (e *BusyError) Is(target error) bool { return target == ErrBusy }
 
 // Store holds runs by id.
 //
@@ -53,9 +87,22 @@ type Run interface {
 	// Location says where the run is, for people: a folder path or a URL.
 	Location() string
 
+	// Lock makes owner the run's one writer until release is called or
+	// the owner's process ends, however it ends. It fails with a
+	// *BusyError (errors.Is ErrBusy) naming the owner when another holds
+	// the run; it never waits.
+	Lock(ctx context.Context, owner transcript.Owner) (release func() error, err error)
+	// Holder says whether a live process holds the run, and which one
+	// (the last one when none does).
+	Holder(ctx context.Context) (owner transcript.Owner, live bool, err error)
+
 	// WriteRun stores the run record, replacing the one stored atomically.
 	WriteRun(ctx context.Context, rec transcript.Run) error
-	// ReadRun reads the run record, accepting older versions.
+	// ReadRun reads the run record, accepting older versions. A record
+	// that says running while no live process holds the run is returned
+	// with Collect set to interrupted. A damaged record is recovered from
+	// the previous one when the store has it; otherwise the error wraps
+	// ErrDamaged and says what is wrong.
 	ReadRun(ctx context.Context) (transcript.Run, error)
 	// WriteConfig stores a copy of the eval config file the run was made
 	// from; name is its base name, whose extension is kept (.yaml, .json).

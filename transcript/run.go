@@ -1,6 +1,9 @@
 package transcript
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // RunVersion is the version of the run.json format written by this MST.
 const RunVersion = 1
@@ -10,16 +13,39 @@ const (
 	CollectRunning  = "running"
 	CollectComplete = "complete"
 	CollectPartial  = "partial"
+	// CollectInterrupted is what a reader shows for a run whose record
+	// says running while no process owns it any more: its coordinator died
+	// (a crash, a kill, a full disk) before it could say how the run ended.
+	// It is never written: the stored record still says running.
+	CollectInterrupted = "interrupted"
 )
+
+// Owner is the process that writes a run: the run's coordinator.
+type Owner struct {
+	PID     int       `json:"pid"`
+	Host    string    `json:"host"`
+	Started time.Time `json:"started"`
+}
+
+func (o Owner) String() string {
+	s := fmt.Sprintf("pid %d on host %s", o.PID, o.Host)
+	if !o.Started.IsZero() {
+		s += ", since " + o.Started.Local().Format("2006-01-02 15:04:05")
+	}
+	return s
+}
 
 // Run is run.json: what a run is and how far it got.
 type Run struct {
-	Kind       string     `json:"kind"` // always "mst.run"
-	Version    int        `json:"version"`
-	ID         string     `json:"id"`
-	Eval       string     `json:"eval"`
-	ConfigFile string     `json:"configFile"`
-	ConfigHash string     `json:"configHash"`
+	Kind       string `json:"kind"` // always "mst.run"
+	Version    int    `json:"version"`
+	ID         string `json:"id"`
+	Eval       string `json:"eval"`
+	ConfigFile string `json:"configFile"`
+	ConfigHash string `json:"configHash"`
+	// ConfigPath is the config file's absolute path, so --resume finds it
+	// from any folder.
+	ConfigPath string     `json:"configPath,omitempty"`
 	MSTVersion string     `json:"mstVersion"`
 	Started    time.Time  `json:"started"`
 	Ended      time.Time  `json:"ended,omitzero"`
@@ -35,6 +61,12 @@ type Run struct {
 	Resumes int `json:"resumes,omitempty"`
 	// Note says why a run is partial, when it is.
 	Note string `json:"note,omitempty"`
+	// Stopped lists the variants the latest attempt stopped: their first
+	// trials all errored with one provider or client cause, so the rest
+	// were skipped. A resume runs the skipped trials again.
+	Stopped []StoppedVariant `json:"stopped,omitempty"`
+	// Owner is the process that last wrote the run (its latest attempt).
+	Owner *Owner `json:"owner,omitempty"`
 }
 
 // RunnerInfo records where a run ran.
@@ -109,4 +141,17 @@ func (c *Counts) Add(status string) {
 // Done is the number of trials that have a transcript.
 func (c Counts) Done() int {
 	return c.Answered + c.NoAnswer + c.TimedOut + c.Errored + c.Cancelled + c.Skipped
+}
+
+// StoppedVariant is a variant whose remaining trials a run skipped.
+type StoppedVariant struct {
+	Variant string `json:"variant"`
+	// Cause is the cause its first trials errored with: provider or client.
+	Cause string `json:"cause"`
+	// Detail is the first of those trials' error message: its first line,
+	// redacted and cut short.
+	Detail string `json:"detail,omitempty"`
+	// Reason is the sentence each skipped trial's transcript holds as its
+	// outcome's detail.
+	Reason string `json:"reason"`
 }

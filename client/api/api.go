@@ -28,6 +28,7 @@ func Definition(providers *provider.Registry) *client.Definition {
 			Credentials: credentials(providers),
 		},
 		Options:        optionsSchema(providers),
+		Timeout:        defaultTimeout,
 		ProviderKeys:   true,
 		ModelProviders: providers.Buildable(),
 		Concurrent:     true,

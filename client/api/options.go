@@ -16,6 +16,10 @@ const (
 	defaultMaxActions = 20
 	defaultMaxTokens  = 4096
 	defaultMaxRetries = 2
+	// defaultTimeout bounds a trial whose provider or tool call never
+	// answers: 20 tool calls at a slow model's pace fit well inside it.
+	// The schema states it as "300s".
+	defaultTimeout = 300 * time.Second
 )
 
 // optionsSchema builds the api client's options schema: the shared timeout,
@@ -24,6 +28,7 @@ const (
 // variables of providers.
 func optionsSchema(providers *provider.Registry) json.RawMessage {
 	return client.OptionsSchema(client.SharedOptions{
+		Timeout:         "300s",
 		MaxActions:      &client.MaxActions{Action: "tool calls", Default: defaultMaxActions},
 		ReasoningEffort: &client.ReasoningEffort{DefaultDescription: "the provider's default"},
 	},

@@ -6,11 +6,15 @@
 // system allows still gets a temporary file) and ends with a random suffix
 // of digits.
 //
-// Neither syncs: a power cut may lose the last writes, but never tears one.
+// Both are durable: the temporary file is synced before it is put in place,
+// and the folder after, so once Write or Create returns the file survives a
+// power cut whole; folders they had to make are synced into their parents.
+// Append adds to a file and syncs it.
 package atomicfile
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -36,6 +40,9 @@ func WriteFrom(path string, r io.Reader, perm fs.FileMode) error {
 		os.Remove(tmp)
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
 	return nil
 }
 
@@ -54,14 +61,78 @@ func Create(path string, data []byte) error {
 		}
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
 	return nil
+}
+
+// Append adds data at the end of the file at path (made when missing, with
+// mode 0644) and syncs it. It does not repair a torn last line: callers
+// that write lines do.
+func Append(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = syncFile(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("appending to %s: %w", path, err)
+	}
+	return nil
+}
+
+// syncFile and syncDir are variables so a test can see the syncs happen,
+// in order with the renames.
+var (
+	syncFile = (*os.File).Sync
+	syncDir  = func(dir string) error {
+		d, err := os.Open(dir)
+		if err != nil {
+			return err
+		}
+		err = d.Sync()
+		if cerr := d.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+)
+
+// mkdirAll makes dir and its missing parents, syncing each parent that got
+// a new folder, so the folders survive a power cut too.
+func mkdirAll(dir string) error {
+	if st, err := os.Stat(dir); err == nil && st.IsDir() {
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := mkdirAll(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			if st, serr := os.Stat(dir); serr == nil && st.IsDir() {
+				return nil // made by someone else meanwhile
+			}
+		}
+		return err
+	}
+	return syncDir(parent)
 }
 
 // temp writes r to a new temporary file beside path, with mode perm, and
 // returns its name.
 func temp(path string, r io.Reader, perm fs.FileMode) (string, error) {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := mkdirAll(dir); err != nil {
 		return "", err
 	}
 	base := filepath.Base(path)
@@ -77,11 +148,14 @@ func temp(path string, r io.Reader, perm fs.FileMode) (string, error) {
 		return "", err
 	}
 	_, err = io.Copy(f, r)
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	if err == nil {
+		err = f.Chmod(perm)
 	}
 	if err == nil {
-		err = os.Chmod(f.Name(), perm)
+		err = syncFile(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
 	if err != nil {
 		os.Remove(f.Name())

@@ -101,7 +101,7 @@ func TestCheckClientNoOSMeansAny(t *testing.T) {
 func TestClientDefinitions(t *testing.T) {
 	t.Parallel()
 	type shape struct {
-		timeout    string // literal default; "" means x-defaultDescription none
+		timeout    string // literal default: every client has one, so a trial always ends
 		shared     []string
 		overrides  []string
 		concurrent bool
@@ -109,7 +109,7 @@ func TestClientDefinitions(t *testing.T) {
 	cli := []string{"maxActions", "reasoningEffort", "timeout"}
 	app := []string{"appVersion", "maxActions", "timeout"}
 	want := map[string]shape{
-		"api":         {"", cli, []string{"model", "clientOptions"}, true},
+		"api":         {"300s", cli, []string{"model", "clientOptions"}, true},
 		"claude-code": {"180s", cli, []string{"model", "clientOptions"}, true},
 		"codex-cli":   {"300s", cli, []string{"model", "clientOptions"}, true},
 		"gemini-cli":  {"300s", []string{"maxActions", "timeout"}, []string{"model", "clientOptions"}, true},
@@ -128,6 +128,9 @@ func TestClientDefinitions(t *testing.T) {
 			w, ok := want[name]
 			if !ok {
 				t.Fatalf("client %s is registered but this test does not know it: add it to want", name)
+			}
+			if d.Timeout <= 0 {
+				t.Errorf("%s: Timeout = %v, want a finite default: a trial without one can hang the run for ever", name, d.Timeout)
 			}
 			if d.Description == "" || len(d.Requirements.OS) == 0 || len(d.Requirements.Credentials) == 0 {
 				t.Errorf("%s: description %q, OS %v, credentials %v: want all three", name, d.Description, d.Requirements.OS, d.Requirements.Credentials)

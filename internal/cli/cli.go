@@ -31,6 +31,7 @@ const (
 	ExitFailure     ExitCode = 1
 	ExitUsage       ExitCode = 2
 	ExitPartial     ExitCode = 3
+	ExitUnanswered  ExitCode = 4
 	ExitInterrupted ExitCode = 130
 )
 
@@ -45,6 +46,8 @@ func (c ExitCode) Meaning() string {
 		return "bad flags or arguments, or a config or dataset that does not validate"
 	case ExitPartial:
 		return "the run finished partial: trials are missing (finish it with mst run --resume RUN)"
+	case ExitUnanswered:
+		return "the run cannot answer: a variant has no graded trial, or more errored or skipped trials than --max-errored allows (the report lists the errors by cause)"
 	case ExitInterrupted:
 		return "interrupted (Ctrl-C); what finished is kept"
 	}
@@ -53,7 +56,7 @@ func (c ExitCode) Meaning() string {
 
 // ExitCodes lists every exit code in order.
 func ExitCodes() []ExitCode {
-	return []ExitCode{ExitOK, ExitFailure, ExitUsage, ExitPartial, ExitInterrupted}
+	return []ExitCode{ExitOK, ExitFailure, ExitUsage, ExitPartial, ExitUnanswered, ExitInterrupted}
 }
 
 // exitCodesHelp is the "Exit codes" section of a command's help.

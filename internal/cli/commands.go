@@ -96,9 +96,12 @@ func newReportCmd(stdio Stdio) *cobra.Command {
 		Use:   "report RUN",
 		Short: "Print the report of a stored run",
 		Long: `Print the report of a run from its folder: pass rate per variant with a 95%
-Wilson interval, trials by outcome, tokens and latency, the cases side by side,
-and paired comparisons between variants. RUN is the run's folder (as mst run
-printed it), or a run id under ./mst-results.`,
+interval that allows for trials of one case being alike (Wilson on effective
+trials, clustered by case), pass@k and pass^k, trials by outcome, the errored
+and skipped trials grouped by cause with their first message, tokens and
+latency, the cases side by side, and paired comparisons between variants.
+docs/statistics.md says how each number is computed. RUN is the run's folder
+(as mst run printed it), or a run id under ./mst-results.`,
 		Example: `  mst report mst-results/quickstart-20261130-101500-a1b2c3
   mst report quickstart-20261130-101500-a1b2c3 --json | jq '.variants[] | {variant, passRate}'`,
 		Args: cobra.ExactArgs(1),

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -34,6 +35,10 @@ type runFlags struct {
 	runnerOptions []string
 	resume        string
 	retryErrored  bool
+	// maxErrored is --max-errored as given ("10%", "0.25", "3").
+	maxErrored string
+	// deadline is --deadline: how long the whole run may take (0: no limit).
+	deadline time.Duration
 }
 
 func newRunCmd(stdio Stdio) *cobra.Command {
@@ -92,8 +97,10 @@ stores and prints.
 	fl.StringVar(&f.secretsFile, "secrets-file", "", "file of KEY=value lines given to clients as environment variables and redacted from everything stored")
 	fl.StringVar(&f.runner, "runner", "local", "where trials run: "+strings.Join(builtin.Runners().Names(), ", ")+" (mst runner list)")
 	fl.StringArrayVar(&f.runnerOptions, "runner-option", nil, "runner setting as key=value (repeat): shards=N, keep=never|failed|always, and the runner's own")
-	fl.StringVar(&f.resume, "resume", "", "continue a stored run (its folder or id): run only its missing and cancelled trials into it")
+	fl.StringVar(&f.resume, "resume", "", "continue a stored run (its folder or id): run only its missing, cancelled and skipped trials into it")
 	fl.BoolVar(&f.retryErrored, "retry-errored", false, "with --resume, also run again the trials that errored")
+	fl.StringVar(&f.maxErrored, "max-errored", defaultMaxErrored, "exit 4 when a variant has more errored or skipped trials than this: a share (10%, 0.1) or a count (3); 100% never fails for errors")
+	fl.DurationVar(&f.deadline, "deadline", 0, "end the run after this long (90m, 2h), as Ctrl-C would: trials in flight end cancelled, finished ones are kept; 0 means no deadline")
 	return cmd
 }
 
@@ -140,6 +147,13 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 		fmt.Fprintf(stderr, "mst: warning: %s\n", w)
 	}
 
+	limit, err := parseErrorLimit(f.maxErrored)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	if f.deadline < 0 {
+		return withCode(ExitUsage, fmt.Errorf("--deadline %s: write a positive duration such as 90m or 2h (0: no deadline)", f.deadline))
+	}
 	rdef, err := builtin.Runners().Lookup(f.runner)
 	if err != nil {
 		return withCode(ExitUsage, fmt.Errorf("--runner: %w", err))
@@ -151,6 +165,7 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 	req := planRequest(path, rdef, set, stdio.Env)
 	req.Selection = transcript.Selection{Variants: f.variants, Cases: f.cases, Trials: f.trials, Limit: f.limit}
 	req.Results, req.RetryErrored = f.results, f.retryErrored
+	req.SecretsFile = f.secretsFile
 	if f.resume != "" {
 		if req.Resume, err = openRun(ctx, f.resume, f.results, redact); err != nil {
 			return withCode(ExitUsage, fmt.Errorf("--resume %w", err))
@@ -165,7 +180,15 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 	if err != nil {
 		return err
 	}
-	out, err := run.Execute(ctx, plan, run.Options{
+	// The deadline ends the run as Ctrl-C would, without a person: the run
+	// context ends, trials in flight end cancelled, the rest stays missing.
+	deadlineCtx := ctx
+	if f.deadline > 0 {
+		var cancel context.CancelFunc
+		deadlineCtx, cancel = context.WithTimeoutCause(ctx, f.deadline, errDeadline)
+		defer cancel()
+	}
+	out, err := run.Execute(deadlineCtx, plan, run.Options{
 		Store: store.Dir{Root: plan.Results}, Clients: req.Clients,
 		Runner: rdef, Chosen: chosen, Secrets: set, Redact: redact,
 		Progress: run.NewProgress(stderr, isTerminal(stdio.Err)), Logger: logger,
@@ -174,6 +197,9 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 	if err != nil {
 		if out != nil {
 			fmt.Fprintf(stderr, "results: %s\n", out.Store.Location())
+		}
+		if context.Cause(deadlineCtx) == errDeadline {
+			return fmt.Errorf("the run reached its --deadline of %s before it could finish: %w", f.deadline, err)
 		}
 		return err
 	}
@@ -193,6 +219,14 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 	if ctx.Err() != nil {
 		return withCode(ExitInterrupted, fmt.Errorf("interrupted: the run is partial; its finished trials are kept in %s", out.Store.Location()))
 	}
+	if context.Cause(deadlineCtx) == errDeadline {
+		c := out.Run.Counts
+		return withCode(ExitPartial, fmt.Errorf("the run reached its --deadline of %s and is partial (%d missing, %d cancelled of %d trials): finish it with mst run --resume %s", f.deadline, c.Missing, c.Cancelled, c.Planned, out.Run.ID))
+	}
+	if problems := unanswered(out.Report, limit); len(problems) > 0 {
+		return withCode(ExitUnanswered, fmt.Errorf("the run cannot answer:\n  %s\nThe errors are listed by cause under the table. Once their cause is fixed, run those trials again with mst run --resume %s --retry-errored",
+			strings.Join(problems, "\n  "), out.Run.ID))
+	}
 	if out.Run.Note != "" && out.Run.Counts.Done() == 0 {
 		return errors.New(out.Run.Note)
 	}
@@ -202,6 +236,9 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 	}
 	return nil
 }
+
+// errDeadline is the cause of a run context ended by --deadline.
+var errDeadline = errors.New("the run's --deadline passed")
 
 // keyVarNames lists every key variable a built-in client or provider
 // reads, for help texts.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -194,7 +195,12 @@ that the image holds a runnable mst.`,
 // leftoverInfo is one leftover machine as mst runner cleanup --json prints
 // it.
 type leftoverInfo struct {
-	Runner string `json:"runner"`
+	// Kind is "machine" (a runner's: a container, a pod, a shard folder)
+	// or "folder" (one MST made on this machine: bundles, shard, work or
+	// token folders of a process that died).
+	Kind string `json:"kind"`
+	// Runner is the runner that made a machine; "" for a folder.
+	Runner string `json:"runner,omitempty"`
 	runner.Leftover
 	Removed bool   `json:"removed"`
 	Error   string `json:"error,omitempty"`
@@ -210,15 +216,28 @@ func newRunnerCleanupCmd(stdio Stdio) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "cleanup [RUN]",
-		Short: "Remove the machines a run left behind",
-		Long: `Remove the machines (containers, folders) a run left behind: those kept with
---runner-option keep=failed or keep=always, and those of a coordinator that
-died. RUN is a run's folder or its id. A run folder also says which runner
-it used; otherwise every runner that can leave machines is asked, or only
---runner NAME.
+		Short: "Remove the machines and folders a run left behind",
+		Long: `Remove the machines (containers, pods, shard folders) a run left behind: those
+kept with --runner-option keep=failed or keep=always, and those of a
+coordinator that died. RUN is a run's folder or its id. A run folder also
+says which runner it used; otherwise every runner that can leave machines is
+asked, or only --runner NAME.
 
-Without RUN, cleanup lists the machines of every run and removes them only
-with --all: a run still going would lose its machines.`,
+Cleanup also removes the folders MST processes of this machine made and left
+when they died: the coordinator's bundles (mst-bundles-*), the processes
+runner's shard folders (mst-shards-*), work folders (mst-work-*,
+mst-worker-*), fetched files (mst-fetch-*) and workers' token folders
+(mst-tokens-* in /dev/shm or $XDG_RUNTIME_DIR, /run/mst/tokens). Each such
+folder holds a .mst-owner file naming its run and the process that made it;
+a folder whose process still runs is never listed, so a live run keeps its
+folders. Folders that name no run (token folders) go with --all.
+
+Without RUN, cleanup lists the machines and folders of every run and removes
+them only with --all: a run still going would lose its machines.
+
+With --json, each entry has kind ("machine" or "folder"), runner (for a
+machine), id (the machine, or the folder's path), run, shard (-1 for a
+folder), detail, removed and error.`,
 		Example: `  mst runner cleanup mst-results/quickstart-20261130-101500-a1b2c3
   mst runner cleanup quickstart-20261130-101500-a1b2c3 --runner docker
   mst runner cleanup            # list what every run left
@@ -289,7 +308,7 @@ with --all: a run still going would lose its machines.`,
 					continue
 				}
 				for _, l := range list {
-					info := leftoverInfo{Runner: d.Name, Leftover: l}
+					info := leftoverInfo{Kind: "machine", Runner: d.Name, Leftover: l}
 					if remove {
 						if err := d.Remove(ctx, opts, l); err != nil {
 							info.Error = err.Error()
@@ -300,6 +319,24 @@ with --all: a run still going would lose its machines.`,
 					}
 					found = append(found, info)
 				}
+			}
+			// The folders MST processes of this machine left when they
+			// died, whichever runner they used.
+			folders, err := runner.FolderLeftovers(ctx, runID)
+			if err != nil {
+				return err
+			}
+			for _, l := range folders {
+				info := leftoverInfo{Kind: "folder", Leftover: l}
+				if remove {
+					if err := runner.RemoveFolder(ctx, l); err != nil {
+						info.Error = err.Error()
+						errs = append(errs, err)
+					} else {
+						info.Removed = true
+					}
+				}
+				found = append(found, info)
 			}
 			if asJSON {
 				if found == nil {
@@ -344,11 +381,15 @@ func writeLeftovers(w io.Writer, found []leftoverInfo, runID string, removed boo
 		case f.Error != "":
 			state = "not removed: " + f.Error
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", f.Runner, f.ID, f.Run, f.Shard, strings.ReplaceAll(state, "\n", " "))
+		name, shard := f.Runner, strconv.Itoa(f.Shard)
+		if f.Kind == "folder" {
+			name, shard = "(folder)", "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, f.ID, orText(f.Run, "-"), shard, strings.ReplaceAll(state, "\n", " "))
 	}
 	tw.Flush()
 	if !removed {
-		fmt.Fprintln(w, "\nmst runner cleanup RUN removes one run's machines; --all removes them all.")
+		fmt.Fprintln(w, "\nmst runner cleanup RUN removes one run's machines and folders; --all removes them all.")
 	}
 }
 

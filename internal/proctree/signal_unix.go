@@ -58,3 +58,18 @@ func (t *Tree) Signal(sig syscall.Signal) {
 		syscall.Kill(p, sig)
 	}
 }
+
+// KillGroup sends sig to every process of the process group pgid (a
+// command started with Group has its pid as its group's id). A group
+// with no process left is not an error.
+func KillGroup(pgid int, sig syscall.Signal) {
+	if pgid > 0 {
+		syscall.Kill(-pgid, sig)
+	}
+}
+
+// exists reports whether a process has pid (it may be a zombie).
+func exists(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || err == syscall.EPERM
+}

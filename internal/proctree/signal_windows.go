@@ -36,3 +36,9 @@ func (t *Tree) Signal(sig syscall.Signal) {
 	}
 	exec.Command("taskkill", "/T", "/F", "/PID", strconv.Itoa(t.cmd.Process.Pid)).Run()
 }
+
+// KillGroup does nothing on Windows: Tree.Signal ends a whole tree there.
+func KillGroup(pgid int, sig syscall.Signal) {}
+
+// exists cannot tell here: every process may exist.
+func exists(pid int) bool { return true }

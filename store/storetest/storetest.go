@@ -44,6 +44,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"GradesConcurrent", testGradesConcurrent},
 		{"GradesLarge", testGradesLarge},
 		{"Cancelled", testCancelled},
+		{"Lock", testLock},
+		{"LockConcurrent", testLockConcurrent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,130 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/mst-eval/mst/internal/proctree"
+)
+
+// ownerFile is the file in each of MST's folders that names its run and
+// owner (see MarkFolder).
+const ownerFile = proctree.OwnerFile
+
+// folderKinds are the prefixes of the folders MST makes in the temporary
+// folder, with what each holds.
+var folderKinds = []struct{ prefix, what string }{
+	{"mst-bundles-", "the coordinator's bundles"},
+	{"mst-shards-", "the processes runner's shard folders"},
+	{"mst-work-", "a local worker's work folder"},
+	{"mst-worker-", "a worker's work folder"},
+	{"mst-fetch-", "files fetched from a worker"},
+	{"mst-tokens-", "a worker's token files"},
+}
+
+// MarkFolder writes, into a folder MST made for a while, a file naming
+// the run (or "") and this process, so that `mst runner cleanup` can
+// remove the folder once this process has died without removing it, and
+// leaves it while this process runs.
+func MarkFolder(dir, runID string) error {
+	return proctree.MarkOwner(dir, runID)
+}
+
+// TempFolder makes a folder in the temporary folder, as os.MkdirTemp("",
+// pattern) does, and marks it (MarkFolder). Use a pattern that starts with
+// one of the names `mst runner cleanup` looks for: mst-bundles-,
+// mst-shards-, mst-work-, mst-worker-, mst-fetch-.
+func TempFolder(pattern, runID string) (string, error) {
+	dir, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		return "", err
+	}
+	if err := MarkFolder(dir, runID); err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
+}
+
+// folderRoots are where MST's folders are looked for: the temporary
+// folder, and the memory-backed folders worker token files go to.
+func folderRoots() []string {
+	roots := []string{os.TempDir(), "/dev/shm"}
+	if d := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
+		roots = append(roots, d)
+	}
+	return roots
+}
+
+// runTokens is the token folder of a worker on a machine whose /run is
+// memory-backed (shard.makeTokensDir).
+const runTokens = "/run/mst/tokens"
+
+// FolderLeftovers lists the folders on this machine that MST processes
+// made and left behind when they died: bundles, the processes runner's
+// shard folders, work folders, fetched files and token folders. Only a
+// folder whose owner file names a process of this host that has ended is
+// listed, so the folders of a run still going are never listed. runID
+// keeps only that run's folders ("" keeps every run's, and those naming
+// no run).
+func FolderLeftovers(ctx context.Context, runID string) ([]Leftover, error) {
+	var out []Leftover
+	seen := map[string]bool{}
+	consider := func(dir, what string) {
+		if seen[dir] {
+			return
+		}
+		seen[dir] = true
+		o, err := proctree.ReadOwner(dir)
+		if err != nil || o.Alive() || (runID != "" && o.Run != runID) {
+			return
+		}
+		out = append(out, Leftover{ID: dir, Run: o.Run, Shard: -1, Detail: fmt.Sprintf("%s, of process %d, which has ended", what, o.PID)})
+	}
+	for _, root := range folderRoots() {
+		entries, err := os.ReadDir(root)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if !e.IsDir() {
+				continue
+			}
+			for _, k := range folderKinds {
+				if strings.HasPrefix(e.Name(), k.prefix) {
+					consider(filepath.Join(root, e.Name()), k.what)
+				}
+			}
+		}
+	}
+	consider(runTokens, "a worker's token files")
+	return out, ctx.Err()
+}
+
+// RemoveFolder removes a folder FolderLeftovers listed, after checking
+// again that its owner has ended.
+func RemoveFolder(ctx context.Context, l Leftover) error {
+	o, err := proctree.ReadOwner(l.ID)
+	if errors.Is(err, os.ErrNotExist) {
+		if _, serr := os.Stat(l.ID); errors.Is(serr, os.ErrNotExist) {
+			return nil // gone already
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s: not removed: %w", l.ID, err)
+	}
+	if o.Alive() {
+		return fmt.Errorf("%s: not removed: its process %d runs again", l.ID, o.PID)
+	}
+	if err := os.RemoveAll(l.ID); err != nil {
+		return err
+	}
+	if l.ID == runTokens {
+		os.Remove(filepath.Dir(runTokens)) // only when empty
+	}
+	return nil
+}
