@@ -34,3 +34,10 @@ func isLocked(f *os.File) (bool, error) {
 	}
 	return lk.Type != syscall.F_UNLCK, nil
 }
+
+// unlock lets the lock go on the open file itself: a child process that
+// was forked meanwhile, and holds the same open file until it execs, does
+// not keep it held.
+func unlock(f *os.File) error {
+	return syscall.FcntlFlock(f.Fd(), fOFDSetlk, whole(syscall.F_UNLCK))
+}

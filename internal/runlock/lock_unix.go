@@ -27,3 +27,9 @@ func isLocked(f *os.File) (bool, error) {
 	}
 	return false, syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 }
+
+// unlock lets the lock go on the open file itself, whoever else still
+// holds a descriptor of it (a child between fork and exec).
+func unlock(f *os.File) error {
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+}

@@ -106,8 +106,12 @@ func (l *Lock) Release() error {
 	if l == nil || l.f == nil {
 		return nil
 	}
+	uerr := unlock(l.f)
 	err := l.f.Close()
 	l.f = nil
+	if uerr != nil {
+		return uerr
+	}
 	return err
 }
 
