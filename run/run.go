@@ -264,7 +264,7 @@ func runShards(ctx context.Context, p *Plan, o Options, rn runner.Runner, rec tr
 		Gate:       col.gate(rec.ID, o.Redact),
 	}
 	bundles := p.split(rec, todo, max(o.Chosen.Shards, 1))
-	staging, err := os.MkdirTemp("", "mst-bundles-")
+	staging, err := runner.TempFolder("mst-bundles-", rec.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -305,7 +305,7 @@ func inProcess(results func() store.Run, o Options, runnerName string) runner.In
 		if err != nil {
 			return err
 		}
-		work, err := os.MkdirTemp("", "mst-work-")
+		work, err := runner.TempFolder("mst-work-", b.Run.ID)
 		if err != nil {
 			return err
 		}

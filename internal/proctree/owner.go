@@ -103,4 +103,3 @@ func startTime(pid int) (uint64, bool) {
 	v, err := strconv.ParseUint(fields[19], 10, 64)
 	return v, err == nil
 }
-

@@ -8,7 +8,9 @@
 // and exit 3 before speaking MCP; --no-tools makes it list no tools;
 // --many adds ManyTools tools, some with Unicode or long names;
 // --mark DIR makes the sleep tool create a file in DIR when a call starts
-// (so a test learns, as an event, that a call is in flight). Other
+// (so a test learns, as an event, that a call is in flight); --stubborn
+// makes it ignore SIGTERM, SIGHUP, SIGINT and SIGPIPE and outlive its
+// stdin, so only SIGKILL ends it. Other
 // arguments are ignored, so a test may tag its server's command line.
 package testserver
 
@@ -17,8 +19,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -43,7 +47,18 @@ func Main() int {
 	if i := slices.Index(args, "--mark"); i >= 0 && i+1 < len(args) {
 		markDir = args[i+1]
 	}
-	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+	// --stubborn: a server that will not go when asked: it ignores
+	// SIGTERM, SIGHUP, SIGINT and SIGPIPE, and lives on after its stdin
+	// ends. Only SIGKILL (or its process group's) ends it.
+	stubborn := slices.Contains(args, "--stubborn")
+	if stubborn {
+		signal.Ignore(syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT, syscall.SIGPIPE)
+	}
+	err := s.Run(context.Background(), &mcp.StdioTransport{})
+	if stubborn {
+		select {}
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "testserver:", err)
 		return 1
 	}
