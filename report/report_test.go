@@ -388,7 +388,7 @@ clear    83.3%   100.0%      66.7%
 
 terse vs clear: clear passes more often on 2 of 3 cases (mean clear−terse +0.33, 95% CI +0.00 … +0.50), sign test p=0.500
 
-Note: 1 trial missing; 1 case left out of pass rates; rerun with mst run --resume r1
+Note: 1 trial missing; 1 case left out of pass rates; mst run --resume runs what is left
 Note: 1 trial errored or cancelled: not counted as passes or failures
 Note: 2 transcripts outside the plan or repeated, ignored
 

@@ -313,11 +313,9 @@ func (r Report) writeNotes(w io.Writer) {
 			parts = append(parts, plural(r.IncompleteCases, "case")+" left out of pass rates")
 		}
 		if r.Run.Collect != transcript.CollectRunning {
-			id := r.Run.ID
-			if id == "" {
-				id = "RUN"
-			}
-			parts = append(parts, "rerun with mst run --resume "+id)
+			// The command itself, with the run's folder, is mst run's to
+			// print: a report does not know where it was read from.
+			parts = append(parts, "mst run --resume runs what is left")
 		}
 		notes = append(notes, strings.Join(parts, "; "))
 	}

@@ -113,7 +113,7 @@ func (g *StopGate) Observe(variant, status, cause, detail string) {
 	if v.detail != "" {
 		what += ": " + v.detail
 	}
-	v.reason = fmt.Sprintf("variant %s stopped: its first %d trials all errored (%s); the other variants kept running. Fix the cause and finish with mst run --resume %s",
+	v.reason = fmt.Sprintf("variant %s stopped: its first %d trials all errored (%s); the other variants kept running. Once the cause is fixed, a resume of run %s runs the skipped trials (mst run prints the command)",
 		variant, StopAfter, what, g.runID)
 	g.stopped = append(g.stopped, StoppedVariant{Variant: variant, Cause: v.cause, Detail: v.detail, Reason: v.reason})
 }

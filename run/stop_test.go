@@ -122,7 +122,7 @@ func TestStopVariantWhoseProviderIsDown(t *testing.T) {
 		}
 		d := tr.Outcome.Detail
 		t.Logf("%s: %s", tr.Key, d)
-		for _, part := range []string{"variant claude stopped", fmt.Sprintf("first %d trials all errored (provider: ", run.StopAfter), "invalid x-api-key", "mst run --resume " + out.Run.ID} {
+		for _, part := range []string{"variant claude stopped", fmt.Sprintf("first %d trials all errored (provider: ", run.StopAfter), "invalid x-api-key", "a resume of run " + out.Run.ID + " runs the skipped trials"} {
 			if !strings.Contains(d, part) {
 				t.Errorf("%s: skipped with detail %q, want it to say %q", tr.Key, d, part)
 			}
@@ -256,7 +256,7 @@ func TestStopGateRules(t *testing.T) {
 			if diff := cmp.Diff(want, stopped); diff != "" {
 				t.Errorf("after %v: Stopped (-want +got):\n%s", tc.ends, diff)
 			}
-			wantReason := fmt.Sprintf("variant v stopped: its first %d trials all errored (%s: failure 0); the other variants kept running. Fix the cause and finish with mst run --resume run-1", n, tc.cause)
+			wantReason := fmt.Sprintf("variant v stopped: its first %d trials all errored (%s: failure 0); the other variants kept running. Once the cause is fixed, a resume of run run-1 runs the skipped trials (mst run prints the command)", n, tc.cause)
 			if reason != wantReason {
 				t.Errorf("after %v: Admit = %q, want %q", tc.ends, reason, wantReason)
 			}

@@ -79,11 +79,9 @@ func FolderLeftovers(ctx context.Context, runID string) ([]Leftover, error) {
 			return
 		}
 		seen[dir] = true
-		o, err := proctree.ReadOwner(dir)
-		if err != nil || o.Alive() || (runID != "" && o.Run != runID) {
-			return
+		if l, ok := folderLeftover(dir, what, runID); ok {
+			out = append(out, l)
 		}
-		out = append(out, Leftover{ID: dir, Run: o.Run, Shard: -1, Detail: fmt.Sprintf("%s, of process %d, which has ended", what, o.PID)})
 	}
 	for _, root := range folderRoots() {
 		entries, err := os.ReadDir(root)
@@ -103,6 +101,16 @@ func FolderLeftovers(ctx context.Context, runID string) ([]Leftover, error) {
 	}
 	consider(runTokens, "a worker's token files")
 	return out, ctx.Err()
+}
+
+// folderLeftover is dir as a leftover, when its owner file names a process
+// that has ended (of run runID, unless that is "").
+func folderLeftover(dir, what, runID string) (Leftover, bool) {
+	o, err := proctree.ReadOwner(dir)
+	if err != nil || o.Alive() || (runID != "" && o.Run != runID) {
+		return Leftover{}, false
+	}
+	return Leftover{ID: dir, Run: o.Run, Shard: -1, Detail: fmt.Sprintf("%s, of process %d, which has ended", what, o.PID)}, true
 }
 
 // RemoveFolder removes a folder FolderLeftovers listed, after checking

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -32,7 +33,38 @@ func ProcessesDefinition() *Definition {
 		Options: json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{
   "dir": {"type":"string","description":"Folder that holds the shards' folders (default: a new temporary folder)."}
 }}`),
-		MaxShards:   4 * runtime.NumCPU(),
+		MaxShards: 4 * runtime.NumCPU(),
+		// The shard folders in a folder the user gave (dir) are found
+		// here; those in a temporary folder, by mst runner cleanup's
+		// search of the temporary folder.
+		Leftovers: func(ctx context.Context, options map[string]string, runID string) ([]Leftover, error) {
+			dir := options["dir"]
+			if dir == "" {
+				return nil, nil
+			}
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				if errors.Is(err, os.ErrNotExist) {
+					return nil, nil
+				}
+				return nil, err
+			}
+			var out []Leftover
+			for _, e := range entries {
+				if e.IsDir() && strings.HasPrefix(e.Name(), "shard-") {
+					if l, ok := folderLeftover(filepath.Join(dir, e.Name()), "a processes runner's shard folder", runID); ok {
+						if n, err := strconv.Atoi(strings.TrimPrefix(e.Name(), "shard-")); err == nil {
+							l.Shard = n
+						}
+						out = append(out, l)
+					}
+				}
+			}
+			return out, nil
+		},
+		Remove: func(ctx context.Context, options map[string]string, l Leftover) error {
+			return RemoveFolder(ctx, l)
+		},
 		ThisMachine: true,
 		New: func(ctx context.Context, p Params) (Runner, error) {
 			if len(p.MST) == 0 {
@@ -58,6 +90,8 @@ type processes struct {
 	Runner
 	root  string
 	owned bool
+	// run is the run's id, set by the first RunShard.
+	run   string
 	mst   []string
 	grace time.Duration
 	mark  sync.Once
@@ -66,9 +100,12 @@ type processes struct {
 // RunShard marks a root folder the runner made as the run's, for `mst
 // runner cleanup`, and runs the shard.
 func (p *processes) RunShard(ctx context.Context, s Shard) (ShardReport, error) {
-	if p.owned {
-		p.mark.Do(func() { MarkFolder(p.root, s.Run) })
-	}
+	p.mark.Do(func() {
+		p.run = s.Run
+		if p.owned {
+			MarkFolder(p.root, s.Run)
+		}
+	})
 	return p.Runner.RunShard(ctx, s)
 }
 
@@ -76,6 +113,18 @@ func (p *processes) create(ctx context.Context, i int) (Machine, error) {
 	dir := filepath.Join(p.root, "shard-"+strconv.Itoa(i))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
+	}
+	if !p.owned {
+		// Two runs given the same dir would share shard folders, and one
+		// would delete the other's: the second is refused.
+		if o, err := proctree.ReadOwner(dir); err == nil && o.Alive() && (o.Run != p.run || o.PID != os.Getpid()) {
+			return nil, fmt.Errorf("processes runner: %s is in use by run %s (process %d): give each run its own dir, or leave dir unset for a new temporary folder", dir, o.Run, o.PID)
+		}
+		// In the user's folder, each shard folder is marked, never the
+		// folder itself: cleanup may remove what MST made, nothing else.
+		if err := MarkFolder(dir, p.run); err != nil {
+			return nil, err
+		}
 	}
 	return &folder{dir: dir, mst: p.mst, grace: p.grace}, nil
 }

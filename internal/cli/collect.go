@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"time"
 
@@ -8,7 +9,9 @@ import (
 
 	"github.com/mst-eval/mst/internal/builtin"
 	"github.com/mst-eval/mst/run"
+	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/secrets"
+	"github.com/mst-eval/mst/servers"
 	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/store"
 )
@@ -33,18 +36,28 @@ func newCollectCmd(stdio Stdio) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// A worker outlives no coordinator and leaves no server behind:
+			// a failed write to a gone coordinator is an error, not a
+			// SIGPIPE death, and every server group is stopped on return.
+			defer servers.GuardWorker()()
+			set := secrets.New()
+			redact := secrets.NewRedactor(set)
+			// One folder, one writer: a second worker given this folder
+			// (two runs sharing a shard folder) is refused, naming the
+			// first, before it reads or writes anything.
+			rs := store.OpenDir(results, redact)
+			release, err := rs.Lock(cmd.Context(), run.Self(time.Now()))
+			if err != nil {
+				return fmt.Errorf("collect: %w", err)
+			}
+			defer release()
 			b, err := shard.ReadBundle(bundleDir)
 			if err != nil {
 				return err
 			}
-			if err := os.MkdirAll(results, 0o755); err != nil {
-				return err
-			}
-			set := secrets.New()
-			redact := secrets.NewRedactor(set)
 			stderr := redact.Writer(stdio.Err)
 			defer stderr.Flush()
-			work, err := os.MkdirTemp("", "mst-worker-")
+			work, err := runner.TempFolder("mst-worker-", b.Run.ID)
 			if err != nil {
 				return err
 			}
@@ -54,7 +67,7 @@ func newCollectCmd(stdio Stdio) *cobra.Command {
 				version = v
 			}
 			w := &shard.Worker{
-				Clients: builtin.Clients(), Results: store.OpenDir(results, redact), Secrets: set,
+				Clients: builtin.Clients(), Results: rs, Secrets: set,
 				Environment: run.Environment(b.Run.Runner.Name), Logger: newLogger(stderr, verbose),
 				MSTVersion: version, WorkDir: work, Heartbeat: heartbeat,
 			}

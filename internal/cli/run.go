@@ -39,6 +39,9 @@ type runFlags struct {
 	maxErrored string
 	// deadline is --deadline: how long the whole run may take (0: no limit).
 	deadline time.Duration
+	// runnerSet and maxErroredSet say --runner and --max-errored were
+	// given: a resume keeps the run's own runner unless --runner is.
+	runnerSet, maxErroredSet bool
 }
 
 func newRunCmd(stdio Stdio) *cobra.Command {
@@ -79,6 +82,8 @@ stores and prints.
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.runnerSet = cmd.Flags().Changed("runner")
+			f.maxErroredSet = cmd.Flags().Changed("max-errored")
 			path := ""
 			if len(args) == 1 {
 				path = args[0]
@@ -97,7 +102,7 @@ stores and prints.
 	fl.StringVar(&f.secretsFile, "secrets-file", "", "file of KEY=value lines given to clients as environment variables and redacted from everything stored")
 	fl.StringVar(&f.runner, "runner", "local", "where trials run: "+strings.Join(builtin.Runners().Names(), ", ")+" (mst runner list)")
 	fl.StringArrayVar(&f.runnerOptions, "runner-option", nil, "runner setting as key=value (repeat): shards=N, keep=never|failed|always, and the runner's own")
-	fl.StringVar(&f.resume, "resume", "", "continue a stored run (its folder or id): run only its missing, cancelled and skipped trials into it")
+	fl.StringVar(&f.resume, "resume", "", "continue a stored run (its folder or id): run only its missing, cancelled and skipped trials into it, with the runner, runner options, shards and keep it was started with (--runner and --runner-option change them)")
 	fl.BoolVar(&f.retryErrored, "retry-errored", false, "with --resume, also run again the trials that errored")
 	fl.StringVar(&f.maxErrored, "max-errored", defaultMaxErrored, "exit 4 when a variant has more errored or skipped trials than this: a share (10%, 0.1) or a count (3); 100% never fails for errors")
 	fl.DurationVar(&f.deadline, "deadline", 0, "end the run after this long (90m, 2h), as Ctrl-C would: trials in flight end cancelled, finished ones are kept; 0 means no deadline")
@@ -154,26 +159,49 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 	if f.deadline < 0 {
 		return withCode(ExitUsage, fmt.Errorf("--deadline %s: write a positive duration such as 90m or 2h (0: no deadline)", f.deadline))
 	}
-	rdef, err := builtin.Runners().Lookup(f.runner)
-	if err != nil {
-		return withCode(ExitUsage, fmt.Errorf("--runner: %w", err))
+	// A resume runs where and how the run was started (its run.json says),
+	// unless --runner or --runner-option change it.
+	var resumed store.Run
+	runnerName, pairs, kept := f.runner, f.runnerOptions, false
+	var stored transcript.Run
+	if f.resume != "" {
+		if resumed, err = openRun(ctx, f.resume, f.results, redact); err != nil {
+			return withCode(ExitUsage, fmt.Errorf("--resume %w", err))
+		}
+		if stored, err = resumed.ReadRun(ctx); err != nil {
+			return err
+		}
+		runnerName, pairs, kept = resumeRunner(stored.Runner, f)
 	}
-	chosen, err := run.ParseRunnerOptions(rdef, f.runnerOptions, set)
+	rdef, err := builtin.Runners().Lookup(runnerName)
 	if err != nil {
-		return withCode(ExitUsage, err)
+		if kept {
+			err = fmt.Errorf("the run was started with runner %s, which this MST does not have (%w): give --runner to resume it elsewhere", runnerName, err)
+		}
+		return withCode(ExitUsage, fmt.Errorf("--runner: %w", err))
 	}
 	req := planRequest(path, rdef, set, stdio.Env)
 	req.Selection = transcript.Selection{Variants: f.variants, Cases: f.cases, Trials: f.trials, Limit: f.limit}
 	req.Results, req.RetryErrored = f.results, f.retryErrored
 	req.SecretsFile = f.secretsFile
-	if f.resume != "" {
-		if req.Resume, err = openRun(ctx, f.resume, f.results, redact); err != nil {
-			return withCode(ExitUsage, fmt.Errorf("--resume %w", err))
-		}
-	}
+	req.Resume = resumed
 	plan, err := run.NewPlan(ctx, req)
 	if err != nil {
 		return planError(err)
+	}
+	// Runner options are recorded in run.json: they are checked once the
+	// plan has added to set the key variables its clients read from MST's
+	// environment, so that no secret value, from the file or from there,
+	// is recorded.
+	chosen, err := run.ParseRunnerOptions(rdef, pairs, set)
+	if err != nil {
+		if kept {
+			err = keptError(err, stored.Runner)
+		}
+		return withCode(ExitUsage, err)
+	}
+	if kept {
+		fmt.Fprintf(stderr, "resuming %s as it was started: %s\n", stored.ID, describeRunner(runnerName, pairs))
 	}
 	logger := newLogger(stderr, f.verbose)
 	exe, err := os.Executable()
@@ -194,9 +222,18 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 		Progress: run.NewProgress(stderr, isTerminal(stdio.Err)), Logger: logger,
 		MSTVersion: Version, MST: []string{exe},
 	})
+	// hint is the command that finishes the run (resumehint.go).
+	hint := func(extra ...string) string {
+		return resumeCommand(out.Store.Location(), resumeConfig(out.Run, plan.Config.File), f, extra...)
+	}
 	if err != nil {
 		if out != nil {
 			fmt.Fprintf(stderr, "results: %s\n", out.Store.Location())
+			if errors.Is(err, run.ErrStoreFull) {
+				err = fmt.Errorf("%w\nFree some space there, then finish the run with %s", err, hint())
+			} else {
+				err = fmt.Errorf("%w\nOnce its cause is fixed, finish the run with %s", err, hint())
+			}
 		}
 		if context.Cause(deadlineCtx) == errDeadline {
 			return fmt.Errorf("the run reached its --deadline of %s before it could finish: %w", f.deadline, err)
@@ -217,22 +254,22 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 	}
 	fmt.Fprintf(stderr, "results: %s\n", out.Store.Location())
 	if ctx.Err() != nil {
-		return withCode(ExitInterrupted, fmt.Errorf("interrupted: the run is partial; its finished trials are kept in %s", out.Store.Location()))
+		return withCode(ExitInterrupted, fmt.Errorf("interrupted: the run is partial; its finished trials are kept in %s; finish it with %s", out.Store.Location(), hint()))
 	}
 	if context.Cause(deadlineCtx) == errDeadline {
 		c := out.Run.Counts
-		return withCode(ExitPartial, fmt.Errorf("the run reached its --deadline of %s and is partial (%d missing, %d cancelled of %d trials): finish it with mst run --resume %s", f.deadline, c.Missing, c.Cancelled, c.Planned, out.Run.ID))
+		return withCode(ExitPartial, fmt.Errorf("the run reached its --deadline of %s and is partial (%d missing, %d cancelled of %d trials): finish it with %s", f.deadline, c.Missing, c.Cancelled, c.Planned, hint()))
 	}
 	if problems := unanswered(out.Report, limit); len(problems) > 0 {
-		return withCode(ExitUnanswered, fmt.Errorf("the run cannot answer:\n  %s\nThe errors are listed by cause under the table. Once their cause is fixed, run those trials again with mst run --resume %s --retry-errored",
-			strings.Join(problems, "\n  "), out.Run.ID))
+		return withCode(ExitUnanswered, fmt.Errorf("the run cannot answer:\n  %s\nThe errors are listed by cause under the table. Once their cause is fixed, run those trials again with %s",
+			strings.Join(problems, "\n  "), hint("--retry-errored")))
 	}
 	if out.Run.Note != "" && out.Run.Counts.Done() == 0 {
 		return errors.New(out.Run.Note)
 	}
 	if out.Run.Collect == transcript.CollectPartial {
 		c := out.Run.Counts
-		return withCode(ExitPartial, fmt.Errorf("the run is partial (%d missing, %d cancelled of %d trials): finish it with mst run --resume %s", c.Missing, c.Cancelled, c.Planned, out.Run.ID))
+		return withCode(ExitPartial, fmt.Errorf("the run is partial (%d missing, %d cancelled of %d trials): finish it with %s", c.Missing, c.Cancelled, c.Planned, hint()))
 	}
 	return nil
 }

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -257,6 +259,13 @@ folder), detail, removed and error.`,
 					runID = rec.ID
 					if runnerName == "" {
 						runnerName = rec.Runner.Name
+						// The run's own options say where its machines
+						// and folders are (the processes runner's dir).
+						if len(options) == 0 {
+							for _, k := range slices.Sorted(maps.Keys(rec.Runner.Options)) {
+								options = append(options, k+"="+rec.Runner.Options[k])
+							}
+						}
 					}
 				}
 			} else if len(options) > 0 && runnerName == "" {
