@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mst-eval/mst/internal/toolname"
+
 	suggestpkg "github.com/mst-eval/mst/internal/suggest"
 )
 
@@ -133,7 +135,7 @@ func toolHint(got string, tools []string) string {
 	}
 	var prefixed []string
 	for _, t := range tools {
-		if strings.HasSuffix(got, "__"+t) || strings.HasSuffix(got, "__"+sanitizeName(t)) || sanitizeName(t) == got {
+		if strings.HasSuffix(got, "__"+t) || strings.HasSuffix(got, "__"+toolname.Clean(t)) || toolname.Clean(t) == got {
 			prefixed = append(prefixed, t)
 		}
 	}
@@ -141,24 +143,4 @@ func toolHint(got string, tools []string) string {
 		return " (did you mean " + strings.Join(prefixed, " or ") + "? name a tool as its server lists it)"
 	}
 	return suggestpkg.Hint(got, tools)
-}
-
-// sanitizeName is a tool name with each run of characters other than
-// ASCII letters, digits, "_" and "-" made one "_", the way clients rewrite
-// names a model provider would refuse.
-func sanitizeName(name string) string {
-	var b strings.Builder
-	under := false
-	for _, r := range name {
-		if r == '_' || r == '-' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9') {
-			b.WriteRune(r)
-			under = r == '_'
-			continue
-		}
-		if !under {
-			b.WriteByte('_')
-			under = true
-		}
-	}
-	return strings.Trim(b.String(), "_")
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mst-eval/mst/internal/proctree"
 	"github.com/mst-eval/mst/runner"
 )
 
@@ -39,17 +40,6 @@ func await(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// ended reports whether pid has exited (gone, or a zombie).
-func ended(pid int) bool {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(fields) > 0 && (fields[0] == "Z" || fields[0] == "X")
 }
 
 // readPID reads a process id a script wrote, once the file is whole.
@@ -94,8 +84,8 @@ echo $$ > ` + dir + `/worker.tmp && mv ` + dir + `/worker.tmp ` + dir + `/worker
 	if err == nil {
 		t.Fatal("RunShard of a lost worker = nil, want the error Serve returned")
 	}
-	await(t, "the worker to end", func() bool { return ended(worker) })
-	await(t, "the worker's child to end", func() bool { return ended(child) })
+	await(t, "the worker to end", func() bool { return proctree.Ended(worker) })
+	await(t, "the worker's child to end", func() bool { return proctree.Ended(child) })
 }
 
 // TestProcessesWorkerOutlivesNoCoordinator kills (SIGKILL) a coordinator
@@ -125,7 +115,7 @@ func TestProcessesWorkerOutlivesNoCoordinator(t *testing.T) {
 		_, err := os.Stat(filepath.Join(dir, "term"))
 		return err == nil
 	})
-	await(t, "the worker to end", func() bool { return ended(worker) })
+	await(t, "the worker to end", func() bool { return proctree.Ended(worker) })
 }
 
 // runDyingCoordinator runs one processes shard whose worker ignores its

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mst-eval/mst/internal/proctree"
 	"github.com/mst-eval/mst/servers"
 )
 
@@ -45,25 +46,13 @@ func withChild(t *testing.T, s servers.Server) (servers.Server, func() (server, 
 	}
 }
 
-// ended reports whether pid has exited (gone, or a zombie nobody reaped
-// yet).
-func ended(pid int) bool {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	return len(fields) > 0 && (fields[0] == "Z" || fields[0] == "X")
-}
-
 // awaitEnded waits for each pid to end, reading its state in /proc, and
 // fails the test when one still runs after a minute.
 func awaitEnded(t *testing.T, what string, pids ...int) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for _, pid := range pids {
-		for !ended(pid) {
+		for !proctree.Ended(pid) {
 			if time.Now().After(deadline) {
 				syscall.Kill(pid, syscall.SIGKILL)
 				t.Fatalf("%s: process %d still runs", what, pid)

@@ -3,7 +3,8 @@ package api
 import (
 	"fmt"
 	"regexp"
-	"strings"
+
+	"github.com/mst-eval/mst/internal/toolname"
 
 	"github.com/mst-eval/mst/servers"
 )
@@ -53,21 +54,7 @@ func nameTools(conns []*servers.Conn) ([]string, map[string]toolRef) {
 // sanitize replaces each run of characters providers refuse with one "_"
 // and cuts the result to the length they accept.
 func sanitize(name string) string {
-	var b strings.Builder
-	under := false
-	for _, r := range name {
-		ok := r == '_' || r == '-' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')
-		if ok {
-			b.WriteRune(r)
-			under = r == '_'
-			continue
-		}
-		if !under {
-			b.WriteByte('_')
-			under = true
-		}
-	}
-	s := strings.Trim(b.String(), "_")
+	s := toolname.Clean(name)
 	if s == "" {
 		s = "tool"
 	}

@@ -83,21 +83,11 @@ func (o Owner) Alive() bool {
 	return exists(o.PID)
 }
 
-// startTime reads when a process started, from /proc/PID/stat.
+// startTime reads when a process started, from /proc/PID/stat: the 22nd
+// field, the 20th from the state on.
 func startTime(pid int) (uint64, bool) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0, false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, false
-	}
-	// After the command come the fields from the state (3rd) on; the
-	// start time is the 22nd.
-	fields := strings.Fields(s[i+1:])
-	if len(fields) < 20 {
+	fields, ok := statFields(pid)
+	if !ok || len(fields) < 20 {
 		return 0, false
 	}
 	v, err := strconv.ParseUint(fields[19], 10, 64)

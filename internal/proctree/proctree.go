@@ -43,38 +43,45 @@ func Descendants(pid int) []int {
 	return out
 }
 
-// parentOf reads a process's parent from /proc/PID/stat.
-func parentOf(pid int) (int, bool) {
+// statFields reads /proc/PID/stat and returns its fields from the state
+// (the 3rd) on. The command name (the 2nd) is in parentheses and may hold
+// spaces and parentheses, so the fields start after the last ")".
+func statFields(pid int) ([]string, bool) {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
-		return 0, false
+		return nil, false
 	}
-	// The command name (field 2) is in parentheses and may hold spaces:
-	// the fields after the last ")" are the state and the parent.
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0, false
+		return nil, false
 	}
-	fields := strings.Fields(s[i+1:])
-	if len(fields) < 2 {
+	return strings.Fields(s[i+1:]), true
+}
+
+// parentOf reads a process's parent from /proc/PID/stat.
+func parentOf(pid int) (int, bool) {
+	fields, ok := statFields(pid)
+	if !ok || len(fields) < 2 {
 		return 0, false
 	}
 	pp, err := strconv.Atoi(fields[1])
 	return pp, err == nil
 }
 
-// stateOf returns a process's state letter (R, S, Z, …).
+// stateOf reads a process's state (R, S, Z, …) from /proc/PID/stat.
 func stateOf(pid int) (string, bool) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return "", false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	fields := strings.Fields(s[i+1:])
-	if i < 0 || len(fields) < 1 {
+	fields, ok := statFields(pid)
+	if !ok || len(fields) < 1 {
 		return "", false
 	}
 	return fields[0], true
+}
+
+// Ended reports whether process pid has exited: it is gone, or a zombie
+// not reaped yet. It reads /proc, so it says true for every pid where
+// there is no /proc: use it on Linux only.
+func Ended(pid int) bool {
+	st, ok := stateOf(pid)
+	return !ok || st == "Z" || st == "X"
 }
