@@ -7,11 +7,14 @@
 // for readiness timeouts; --fail-start makes it print a message on stderr
 // and exit 3 before speaking MCP; --no-tools makes it list no tools;
 // --many adds ManyTools tools, some with Unicode or long names;
-// --mark DIR makes the sleep tool create a file in DIR when a call starts
-// (so a test learns, as an event, that a call is in flight); --stubborn
-// makes it ignore SIGTERM, SIGHUP, SIGINT and SIGPIPE and outlive its
-// stdin, so only SIGKILL ends it. Other
-// arguments are ignored, so a test may tag its server's command line.
+// --mark DIR makes the sleep tool create a file in DIR when a call starts,
+// one per call (so a test learns, as an event, that a call is in flight),
+// and end a call at once, as if its time had passed, when DIR holds a file
+// named wake (so a test that needs a call to outlast an event sleeps for
+// ever, and lets the calls of a later run through by creating the file);
+// --stubborn makes it ignore SIGTERM, SIGHUP, SIGINT and SIGPIPE and
+// outlive its stdin, so only SIGKILL ends it. Other arguments are ignored,
+// so a test may tag its server's command line.
 package testserver
 
 import (
@@ -22,6 +25,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -78,8 +82,24 @@ type failIn struct {
 }
 
 // markDir, when set (--mark), is where the sleep tool leaves a file as a
-// call starts.
+// call starts, and where a file named wake ends its calls.
 var markDir string
+
+// calls numbers the sleep calls, for their mark files.
+var calls atomic.Int64
+
+// WakeFile is the name of the file in the --mark folder that ends every
+// sleep call at once.
+const WakeFile = "wake"
+
+// awake reports whether the --mark folder holds the wake file.
+func awake() bool {
+	if markDir == "" {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(markDir, WakeFile))
+	return err == nil
+}
 
 type crashIn struct {
 	Code int `json:"code,omitempty" jsonschema:"the exit code"`
@@ -98,12 +118,23 @@ func New(tools bool) *mcp.Server {
 	mcp.AddTool(s, &mcp.Tool{Name: "sleep", Description: "Sleep (wait, pause) for a number of seconds, then say so."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in sleepIn) (*mcp.CallToolResult, any, error) {
 			if markDir != "" {
-				os.WriteFile(filepath.Join(markDir, fmt.Sprintf("sleep-%d", os.Getpid())), nil, 0o600)
+				os.WriteFile(filepath.Join(markDir, fmt.Sprintf("sleep-%d-%d", os.Getpid(), calls.Add(1))), nil, 0o600)
 			}
-			select {
-			case <-time.After(time.Duration(in.Seconds * float64(time.Second))):
-			case <-ctx.Done():
-				return nil, nil, ctx.Err()
+			timer := time.NewTimer(time.Duration(in.Seconds * float64(time.Second)))
+			defer timer.Stop()
+			// The wake file is looked for now and then: it is made by a
+			// test, on a machine that may not offer file events.
+			tick := time.NewTicker(50 * time.Millisecond)
+			defer tick.Stop()
+		sleep:
+			for !awake() {
+				select {
+				case <-timer.C:
+					break sleep
+				case <-tick.C:
+				case <-ctx.Done():
+					return nil, nil, ctx.Err()
+				}
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("slept %gs", in.Seconds)}}}, nil, nil
 		})
