@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -95,16 +94,12 @@ func TestRunnerSetupAndCleanupUsage(t *testing.T) {
 // other package's.
 const dockerTestVersion = "0.0.0-clitest"
 
-var dockerBuild struct {
-	once sync.Once
-	dir  string
-	err  error
-}
-
 // dockerTools checks that a Docker daemon answers (failing under CI,
 // skipping elsewhere), builds static mst, weather and mcp-testserver into
-// a folder once, runs `mst runner setup docker` with that mst, and returns
-// the folder. The folder lives as long as the test that first asked for it.
+// a folder of t's, runs `mst runner setup docker` with that mst, and
+// returns the folder. Each call builds again (from Go's and Docker's
+// caches): the folder goes when t ends, so a later run of the test
+// (-count) cannot share it.
 func dockerTools(t *testing.T) string {
 	t.Helper()
 	if out, err := exec.Command("docker", "version", "--format", "{{.Server.Os}}").CombinedOutput(); err != nil {
@@ -114,28 +109,22 @@ func dockerTools(t *testing.T) string {
 		}
 		t.Skip(msg)
 	}
-	dockerBuild.once.Do(func() {
-		dockerBuild.dir = t.TempDir()
-		build := exec.Command("go", "build", "-o", dockerBuild.dir+string(filepath.Separator),
-			"-ldflags=-X github.com/mst-eval/mst/internal/cli.Version="+dockerTestVersion,
-			"github.com/mst-eval/mst/cmd/mst", "github.com/mst-eval/mst/examples/quickstart/weather",
-			"github.com/mst-eval/mst/internal/testserver/cmd/mcp-testserver")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
-		if out, err := build.CombinedOutput(); err != nil {
-			dockerBuild.err = fmt.Errorf("building static mst, weather and mcp-testserver: %v\n%s", err, out)
-			return
-		}
-		setup := exec.Command(filepath.Join(dockerBuild.dir, "mst"), "runner", "setup", "docker")
-		if out, err := setup.CombinedOutput(); err != nil {
-			dockerBuild.err = fmt.Errorf("mst runner setup docker: %v\n%s", err, out)
-		} else if !strings.Contains(string(out), "built mst-worker:"+dockerTestVersion) {
-			dockerBuild.err = fmt.Errorf("mst runner setup docker printed %q, want it to name mst-worker:%s", out, dockerTestVersion)
-		}
-	})
-	if dockerBuild.err != nil {
-		t.Fatal(dockerBuild.err)
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
+		"-ldflags=-X github.com/mst-eval/mst/internal/cli.Version="+dockerTestVersion,
+		"github.com/mst-eval/mst/cmd/mst", "github.com/mst-eval/mst/examples/quickstart/weather",
+		"github.com/mst-eval/mst/internal/testserver/cmd/mcp-testserver")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building static mst, weather and mcp-testserver: %v\n%s", err, out)
 	}
-	return dockerBuild.dir
+	setup := exec.Command(filepath.Join(dir, "mst"), "runner", "setup", "docker")
+	if out, err := setup.CombinedOutput(); err != nil {
+		t.Fatalf("mst runner setup docker: %v\n%s", err, out)
+	} else if !strings.Contains(string(out), "built mst-worker:"+dockerTestVersion) {
+		t.Fatalf("mst runner setup docker printed %q, want it to name mst-worker:%s", out, dockerTestVersion)
+	}
+	return dir
 }
 
 // TestDocker runs what needs a Docker daemon, sharing one build of the
