@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mst-eval/mst/internal/sshtest"
+	"github.com/mst-eval/mst/internal/testserver"
 	"github.com/mst-eval/mst/transcript"
 )
 
@@ -245,10 +246,17 @@ func (s *sshSuite) testDropAndResume(t *testing.T) {
 	}
 	h := startSSHHost(t, sshtest.Options{})
 	dir := t.TempDir()
+	// The slow trials sleep until the drop: the test server marks each
+	// sleep call in marks as it starts, and ends them at once only once
+	// marks holds the wake file, which the resume needs.
+	marks := filepath.Join(dir, "marks")
+	if err := os.Mkdir(marks, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	writeSSHFile(t, dir, "eval.yaml", `name: drop
 datasets: [cases.jsonl]
 servers:
-  test: {command: `+server+`}
+  test: {command: `+server+`, args: [--mark, `+marks+`]}
 variants:
   v: {model: offline}
 limits: {concurrency: 4}
@@ -257,9 +265,9 @@ limits: {concurrency: 4}
 {"id": "b", "input": "Please echo 'two'"}
 {"id": "c", "input": "Please echo 'three'"}
 {"id": "d", "input": "Please echo 'four'"}
-{"id": "slow-a", "input": "sleep for 8 seconds please"}
-{"id": "slow-b", "input": "sleep for 8 seconds please"}
-{"id": "slow-c", "input": "sleep for 8 seconds please"}
+{"id": "slow-a", "input": "sleep for 300 seconds please"}
+{"id": "slow-b", "input": "sleep for 300 seconds please"}
+{"id": "slow-c", "input": "sleep for 300 seconds please"}
 `)
 	results := filepath.Join(dir, "r")
 	args := append([]string{"run", filepath.Join(dir, "eval.yaml"), "--results", results}, sshOptions(h)...)
@@ -271,11 +279,15 @@ limits: {concurrency: 4}
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	// Once the four quick trials are back, the slow ones are running or
-	// about to: cut the connection under them.
+	// Once the four quick trials are back and the three slow ones are in
+	// their sleep calls, cut the connection under them.
 	waitSSH(t, 60*time.Second, "four transcripts", func() bool {
 		m, _ := filepath.Glob(filepath.Join(results, "*", "transcripts", "*", "*.json"))
 		return len(m) >= 4
+	})
+	waitSSH(t, 60*time.Second, "three sleep calls", func() bool {
+		m, _ := filepath.Glob(filepath.Join(marks, "sleep-*"))
+		return len(m) >= 3
 	})
 	if n, err := h.Drop(); n == 0 || err != nil {
 		t.Fatalf("dropping the connections: %d killed, %v", n, err)
@@ -301,6 +313,10 @@ limits: {concurrency: 4}
 	}
 	before := transcriptsByName(t, results)
 
+	// The resumed sleep calls end at once.
+	if err := os.WriteFile(filepath.Join(marks, testserver.WakeFile), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	runDir := filepath.Join(results, rec.ID)
 	code, _, errOut := s.run(t, append([]string{"run", "--resume", runDir}, sshOptions(h)...)...)
 	if code != 0 {
