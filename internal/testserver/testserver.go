@@ -10,8 +10,8 @@
 // --mark DIR makes the sleep tool create a file in DIR when a call starts,
 // one per call (so a test learns, as an event, that a call is in flight),
 // and end a call at once, as if its time had passed, when DIR holds a file
-// named wake (so a test that needs a call to outlast an event sleeps for
-// ever, and lets the calls of a later run through by creating the file);
+// named wake (so a test whose calls must outlast an event can make them
+// long, and still let the calls of a later run through by creating it);
 // --stubborn makes it ignore SIGTERM, SIGHUP, SIGINT and SIGPIPE and
 // outlive its stdin, so only SIGKILL ends it. Other arguments are ignored,
 // so a test may tag its server's command line.
