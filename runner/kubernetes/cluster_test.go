@@ -81,12 +81,14 @@ func options(t *testing.T, mst string) map[string]string {
 		t.Fatal(err)
 	}
 	return map[string]string{
-		kubernetes.OptionNamespace:  testNamespace,
-		kubernetes.OptionImage:      "mst-worker:" + testVersion,
-		kubernetes.OptionMST:        mst,
-		kubernetes.OptionWorkDir:    t.TempDir(),
-		kubernetes.OptionEnv:        env,
-		kubernetes.OptionPodTimeout: "60s",
+		kubernetes.OptionNamespace: testNamespace,
+		kubernetes.OptionImage:     "mst-worker:" + testVersion,
+		kubernetes.OptionMST:       mst,
+		kubernetes.OptionWorkDir:   t.TempDir(),
+		kubernetes.OptionEnv:       env,
+		// A generous bound: on a loaded 2-core machine the local
+		// cluster has taken over a minute to make a pod Ready.
+		kubernetes.OptionPodTimeout: "5m",
 	}
 }
 
