@@ -187,7 +187,7 @@ func TestLoadErrors(t *testing.T) {
 		}},
 		{"not an object", "cases.jsonl", `["c1", "hi"]`, []string{"cases.jsonl:1: a case must be an object with id and input, got a list"}},
 		{"invalid JSON", "cases.jsonl", "{\"id\": \"c1\", \"input\": \"hi\"}\n{\"id\": c2}\n", []string{
-			"cases.jsonl:2: invalid JSON: invalid character 'c' looking for beginning of value (column 8)",
+			"cases.jsonl:2: invalid JSON: expected a value (a string in double quotes, a number, true, false, null, an object or a list), found 'c' (column 8)",
 		}},
 		{"unclosed JSON", "cases.jsonl", `{"id": "c1", "input": "hi"`, []string{"cases.jsonl:1: invalid JSON: unexpected end (a bracket or quote is not closed) (column 26)"}},
 		{"two values on a line", "cases.jsonl", `{"id": "c1", "input": "hi"} {}`, []string{"cases.jsonl:1: invalid JSON: more than one JSON value on the line (one case per line)"}},
@@ -201,7 +201,7 @@ func TestLoadErrors(t *testing.T) {
 		}},
 		{"every problem of the file", "cases.jsonl", "{\"id\": \"c1\", \"input\": \"\"}\nnot json\n\n{\"input\": \"x\"}\n{\"id\": \"c4\", \"input\": \"  \"}\n", []string{
 			`cases.jsonl:1: case "c1": input is blank`,
-			"cases.jsonl:2: invalid JSON: invalid character 'o' in literal null (expecting 'u') (column 2)",
+			"cases.jsonl:2: invalid JSON: an unknown word: a string takes double quotes; the words JSON knows are true, false and null (column 2)",
 			"cases.jsonl:4: missing id",
 			`cases.jsonl:5: case "c4": input is blank`,
 		}},
@@ -216,7 +216,7 @@ func TestLoadErrors(t *testing.T) {
 			`cases.json:4: case "c3": input is blank`,
 		}},
 		{"JSON syntax", "cases.json", "[\n  {\"id\": \"c1\", \"input\": \"hi\"},\n  {\"id\": \"c2\" \"input\": \"hi\"}\n]", []string{
-			"cases.json:3: invalid JSON: invalid character '\"' after object key:value pair",
+			"cases.json:3: invalid JSON: expected , or } after the value, found '\"' (is a comma missing?)",
 		}},
 		{"JSON trailing text", "cases.json", "[{\"id\": \"c1\", \"input\": \"hi\"}]\n]", []string{"cases.json:2: invalid JSON: unexpected text after the list of cases"}},
 		{"empty JSON list", "cases.json", "[]", []string{"cases.json: holds no cases"}},
@@ -228,7 +228,7 @@ func TestLoadErrors(t *testing.T) {
 			`cases.yaml:3: case "c2": expect[0] must be a grader object such as {"answerContains": "…"}, got string "x"`,
 			`cases.yaml:6: a case must be an object with id and input, got string "plain"`,
 		}},
-		{"YAML syntax", "cases.yaml", "- id: c1\n  input: [hi\n", []string{"cases.yaml:2: invalid YAML: sequence end token ']' not found"}},
+		{"YAML syntax", "cases.yaml", "- id: c1\n  input: [hi\n", []string{"cases.yaml:2: a list opened with [ is not closed with ]"}},
 		{"YAML documents", "cases.yaml", "- {id: a, input: x}\n---\n- {id: b, input: y}\n", []string{"cases.yaml:3: the file holds 2 YAML documents; put all cases in one list"}},
 		{"empty YAML", "cases.yaml", "# none yet\n", []string{"cases.yaml: holds no cases"}},
 

@@ -6,10 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/mst-eval/mst/internal/inputcheck"
 )
 
 // readJSONL reads one case per line; blank lines are skipped.
 func (r *reader) readJSONL(data []byte) {
+	if !r.jsonBounds(data) {
+		return
+	}
 	for i, text := range bytes.Split(data, []byte("\n")) {
 		line := i + 1
 		if len(bytes.TrimSpace(text)) == 0 {
@@ -25,7 +30,8 @@ func (r *reader) readJSONL(data []byte) {
 		if err != nil {
 			msg, off := dec.explain(err)
 			if off >= 0 {
-				msg += fmt.Sprintf(" (column %d)", off)
+				_, col := inputcheck.At(text, int(off))
+				msg += fmt.Sprintf(" (column %d)", col)
 			}
 			r.fail(line, "", "invalid JSON: "+msg)
 			continue
@@ -36,7 +42,7 @@ func (r *reader) readJSONL(data []byte) {
 
 // readJSON reads an array of cases.
 func (r *reader) readJSON(data []byte) {
-	if len(bytes.TrimSpace(data)) == 0 {
+	if len(bytes.TrimSpace(data)) == 0 || !r.jsonBounds(data) {
 		return
 	}
 	dec := newDecoder(data)
@@ -70,6 +76,20 @@ func (r *reader) readJSON(data []byte) {
 	if at := dec.start(); at < int64(len(data)) {
 		r.fail(dec.line(at), "", "invalid JSON: unexpected text after the list of cases")
 	}
+}
+
+// jsonBounds checks the JSON text's nesting and escapes before it is
+// decoded, and reports whether it may be.
+func (r *reader) jsonBounds(data []byte) bool {
+	if p := inputcheck.JSONDepth(data); p != nil {
+		r.problem(p)
+		return false
+	}
+	if p := inputcheck.JSONText(data); p != nil {
+		r.problem(p)
+		return false
+	}
+	return true
 }
 
 // syntax reports a JSON file that cannot be read on.
@@ -162,12 +182,12 @@ func (d *decoder) explain(err error) (string, int64) {
 		// decoding the whole text again gives the exact one.
 		var v any
 		if uerr := json.Unmarshal(d.data, &v); errors.As(uerr, &se) {
-			return se.Error(), se.Offset
+			return inputcheck.JSONSyntax(d.data, se.Offset, se.Error()), max(se.Offset-1, 0)
 		}
-		return se.Error(), -1
+		return inputcheck.JSONSyntax(d.data, se.Offset, se.Error()), -1
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return "unexpected end (a bracket or quote is not closed)", int64(len(d.data))
+		return "unexpected end (a bracket or quote is not closed)", max(int64(len(d.data))-1, 0)
 	}
 	return err.Error(), -1
 }

@@ -11,6 +11,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/mst-eval/mst/internal/inputcheck"
 )
 
 // reader reads one file, collecting its cases, the ids it saw and its
@@ -26,9 +29,17 @@ func (r *reader) fail(line int, id, msg string) {
 	r.errs = append(r.errs, Error{File: r.file, Line: line, Case: id, Msg: msg})
 }
 
+// problem records a finding of inputcheck.
+func (r *reader) problem(p *inputcheck.Problem) {
+	r.fail(p.Line, "", fmt.Sprintf("column %d: %s", p.Col, p.Msg))
+}
+
 func (r *reader) read() {
-	data, err := os.ReadFile(r.file)
+	data, err := inputcheck.ReadFile(r.file, inputcheck.MaxDatasetBytes)
 	switch {
+	case errors.Is(err, inputcheck.ErrTooLarge):
+		r.fail(0, "", err.Error()+" in a dataset; split the cases over several files")
+		return
 	case errors.Is(err, fs.ErrNotExist):
 		r.fail(0, "", "no such file")
 		return
@@ -44,7 +55,17 @@ func (r *reader) read() {
 		r.fail(0, "", fmt.Sprintf("cannot read the file: %v", err))
 		return
 	}
+	r.readData(data)
+}
+
+// readData reads the cases of the file's content, in the format its name
+// says.
+func (r *reader) readData(data []byte) {
 	data = bytes.TrimPrefix(data, []byte("\ufeff"))
+	if p := inputcheck.Text(data, "dataset"); p != nil {
+		r.problem(p)
+		return
+	}
 	switch ext := strings.ToLower(filepath.Ext(r.file)); ext {
 	case ".jsonl":
 		r.readJSONL(data)
@@ -77,7 +98,11 @@ func (r *reader) addObject(v any, line int) {
 		return
 	}
 	c := Case{Source: fmt.Sprintf("%s:%d", r.file, line)}
-	var problems []string
+	problems := badUTF8(obj, "")
+	if len(problems) > 0 {
+		r.keep(c, line, problems)
+		return
+	}
 	idv, hasID := obj["id"]
 	switch v := idv.(type) {
 	case string:
@@ -216,4 +241,43 @@ func marshal(v any) (json.RawMessage, error) {
 		return nil, err
 	}
 	return json.RawMessage(bytes.TrimSuffix(b.Bytes(), []byte("\n"))), nil
+}
+
+// badUTF8 lists the keys and strings under v (at path) that are not valid
+// UTF-8: a YAML escape such as "\xff" makes one, and it must not be
+// replaced silently.
+func badUTF8(v any, path string) []string {
+	const fix = " (an escape such as \\xff makes a byte that is no character): write the text as UTF-8"
+	switch v := v.(type) {
+	case string:
+		if !utf8.ValidString(v) {
+			return []string{path + ": invalid UTF-8" + fix}
+		}
+	case map[string]any:
+		var out []string
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			if !utf8.ValidString(k) {
+				out = append(out, fmt.Sprintf("%s: invalid UTF-8 in a key%s", strings.ToValidUTF8(p, "\ufffd"), fix))
+				continue
+			}
+			out = append(out, badUTF8(v[k], p)...)
+		}
+		return out
+	case []any:
+		var out []string
+		for i, x := range v {
+			out = append(out, badUTF8(x, fmt.Sprintf("%s[%d]", path, i))...)
+		}
+		return out
+	}
+	return nil
 }

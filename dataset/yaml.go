@@ -3,18 +3,24 @@ package dataset
 import (
 	"errors"
 	"fmt"
-	"github.com/mst-eval/mst/internal/yamljson"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+
+	"github.com/mst-eval/mst/internal/inputcheck"
+	"github.com/mst-eval/mst/internal/yamljson"
 )
 
 // readYAML reads a list of cases from a single YAML document.
 func (r *reader) readYAML(data []byte) {
+	if p := inputcheck.YAMLFlowDepth(data); p != nil {
+		r.problem(p)
+		return
+	}
 	f, err := parser.ParseBytes(data, 0)
 	if err != nil {
-		r.yamlError(err)
+		r.yamlError(data, err)
 		return
 	}
 	var bodies []ast.Node
@@ -36,9 +42,13 @@ func (r *reader) readYAML(data []byte) {
 		return
 	}
 	body := bodies[0]
+	if p := inputcheck.YAMLNodes(body, data); p != nil {
+		r.problem(p)
+		return
+	}
 	var v any
 	if err := yaml.NodeToValue(body, &v, yaml.UseOrderedMap()); err != nil {
-		r.yamlError(err)
+		r.yamlError(data, err)
 		return
 	}
 	list, ok := fromYAML(v).([]any)
@@ -68,14 +78,14 @@ func sequence(n ast.Node) *ast.SequenceNode {
 	}
 }
 
-func (r *reader) yamlError(err error) {
+func (r *reader) yamlError(data []byte, err error) {
 	var ye yaml.Error
 	if errors.As(err, &ye) {
 		line := 0
 		if tk := ye.GetToken(); tk != nil && tk.Position != nil {
 			line = tk.Position.Line
 		}
-		r.fail(line, "", "invalid YAML: "+ye.GetMessage())
+		r.fail(line, "", inputcheck.YAMLSyntax(data, line, ye.GetMessage()))
 		return
 	}
 	r.fail(0, "", "invalid YAML: "+err.Error())

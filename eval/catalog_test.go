@@ -15,7 +15,7 @@ var fakeClients = map[string]string{
 		"type": "object",
 		"additionalProperties": false,
 		"properties": {
-			"timeout": {"type": "string", "description": "Time per trial."},
+			"timeout": {"type": "string", "description": "Time per trial, as a duration."},
 			"maxActions": {"type": "integer", "minimum": 1, "description": "Tool calls per trial."}
 		}
 	}`,

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/mst-eval/mst/internal/yamljson"
 	"io"
 	"math"
 	"strconv"
@@ -16,6 +15,9 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/mst-eval/mst/internal/inputcheck"
+	"github.com/mst-eval/mst/internal/yamljson"
 )
 
 // document is a config file decoded into plain JSON values — map[string]any,
@@ -90,9 +92,12 @@ func (d *document) value(tokens []string) (any, bool) {
 
 // parseYAML reads a YAML file holding a single document.
 func parseYAML(data []byte) (*document, *syntaxError) {
+	if p := inputcheck.YAMLFlowDepth(data); p != nil {
+		return nil, fromProblem(p)
+	}
 	f, err := parser.ParseBytes(data, 0)
 	if err != nil {
-		return nil, yamlError(err)
+		return nil, yamlError(data, err)
 	}
 	var bodies []ast.Node
 	for _, doc := range f.Docs {
@@ -111,9 +116,12 @@ func parseYAML(data []byte) (*document, *syntaxError) {
 	default:
 		return nil, &syntaxError{position: nodeStart(bodies[1]), msg: fmt.Sprintf("the file holds %d YAML documents; an eval config is a single document (remove the --- separators)", len(bodies))}
 	}
+	if p := inputcheck.YAMLNodes(bodies[0], data); p != nil {
+		return nil, fromProblem(p)
+	}
 	var v any
 	if err := yaml.NodeToValue(bodies[0], &v, yaml.UseOrderedMap()); err != nil {
-		return nil, yamlError(err)
+		return nil, yamlError(data, err)
 	}
 	d := newDocument()
 	d.root = d.fromYAML(v, nil)
@@ -121,12 +129,17 @@ func parseYAML(data []byte) (*document, *syntaxError) {
 	return d, nil
 }
 
-func yamlError(err error) *syntaxError {
+func yamlError(data []byte, err error) *syntaxError {
 	var ye yaml.Error
 	if errors.As(err, &ye) {
-		return &syntaxError{position: tokenPosition(ye.GetToken()), msg: ye.GetMessage()}
+		p := tokenPosition(ye.GetToken())
+		return &syntaxError{position: p, msg: inputcheck.YAMLSyntax(data, p.line, ye.GetMessage())}
 	}
-	return &syntaxError{msg: err.Error()}
+	return &syntaxError{msg: "invalid YAML: " + err.Error()}
+}
+
+func fromProblem(p *inputcheck.Problem) *syntaxError {
+	return &syntaxError{position: position{line: p.Line, col: p.Col}, msg: p.Msg}
 }
 
 func tokenPosition(tk *token.Token) position {
@@ -244,6 +257,12 @@ func parseJSON(data []byte) (*document, *syntaxError) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, &syntaxError{msg: "the file is empty"}
 	}
+	if p := inputcheck.JSONDepth(data); p != nil {
+		return nil, fromProblem(p)
+	}
+	if p := inputcheck.JSONText(data); p != nil {
+		return nil, fromProblem(p)
+	}
 	p := &jsonParser{data: data, dec: json.NewDecoder(bytes.NewReader(data)), d: newDocument()}
 	p.dec.UseNumber()
 	root, err := p.value(nil)
@@ -354,7 +373,13 @@ func (p *jsonParser) syntaxError(err error) *syntaxError {
 	case errors.As(err, &de):
 		return &syntaxError{position: offsetPosition(p.data, de.offset), msg: de.Error()}
 	case errors.As(err, &se):
-		return &syntaxError{position: offsetPosition(p.data, se.Offset), msg: se.Error()}
+		// Token reports an imprecise offset; decoding the whole text
+		// again gives the exact one.
+		var v any
+		if uerr := json.Unmarshal(p.data, &v); errors.As(uerr, &se) {
+			return &syntaxError{position: offsetPosition(p.data, se.Offset-1), msg: inputcheck.JSONSyntax(p.data, se.Offset, se.Error())}
+		}
+		return &syntaxError{position: offsetPosition(p.data, se.Offset), msg: inputcheck.JSONSyntax(p.data, se.Offset, se.Error())}
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return &syntaxError{position: offsetPosition(p.data, int64(len(p.data))), msg: "unexpected end of file (a bracket or quote is not closed)"}
 	}

@@ -197,6 +197,9 @@ func (x *explainer) message(e *jsonschema.ValidationError, withGot bool) string 
 	}
 	switch k := e.ErrorKind.(type) {
 	case *kind.Type:
+		if n, isNum := v.(json.Number); isNum && x.isDuration(e) {
+			return fmt.Sprintf("must be a duration with its unit, such as %ss or 2m, got the bare number %s (write %ss for seconds)", n, n, n)
+		}
 		return "must be " + typeList(k.Want) + ", got " + describe(v)
 	case *kind.Enum:
 		var want []string
@@ -369,4 +372,16 @@ func findOwner(v any, at []string, key string) ([]string, bool) {
 		}
 	}
 	return nil, false
+}
+
+// isDuration reports whether the schema e is about describes a duration:
+// its pattern is a duration's, or its description says so.
+func (x *explainer) isDuration(e *jsonschema.ValidationError) bool {
+	s := x.cs.at(e.SchemaURL)
+	if s == nil {
+		return false
+	}
+	pat, _ := s["pattern"].(string)
+	desc, _ := s["description"].(string)
+	return strings.Contains(pat, "(ns|us|µs|ms|s|m|h)") || strings.Contains(desc, "duration")
 }

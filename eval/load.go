@@ -15,6 +15,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/mst-eval/mst/internal/inputcheck"
 )
 
 // Load reads, checks and decodes the eval config at path (.yaml, .yml or
@@ -53,8 +56,11 @@ func (l *loader) add(tokens []string, msg string) {
 }
 
 func (l *loader) load() *Config {
-	data, err := os.ReadFile(l.file)
+	data, err := inputcheck.ReadFile(l.file, inputcheck.MaxConfigBytes)
 	switch {
+	case errors.Is(err, inputcheck.ErrTooLarge):
+		l.fail(position{}, err.Error()+" in a config")
+		return nil
 	case errors.Is(err, fs.ErrNotExist):
 		l.fail(position{}, "no such file (check the path; run mst validate FILE)")
 		return nil
@@ -76,6 +82,15 @@ func (l *loader) load() *Config {
 		return nil
 	}
 	l.dir = filepath.Dir(abs)
+	return l.loadData(data)
+}
+
+// loadData checks and decodes the config's content.
+func (l *loader) loadData(data []byte) *Config {
+	if p := inputcheck.Text(data, "config"); p != nil {
+		l.fail(position{line: p.Line, col: p.Col}, p.Msg)
+		return nil
+	}
 
 	var serr *syntaxError
 	switch ext := strings.ToLower(filepath.Ext(l.file)); ext {
@@ -89,6 +104,9 @@ func (l *loader) load() *Config {
 	}
 	if serr != nil {
 		l.fail(serr.position, serr.msg)
+		return nil
+	}
+	if l.checkUTF8(l.doc.root, nil); len(l.errs) > 0 {
 		return nil
 	}
 	root, ok := l.doc.root.(map[string]any)
@@ -507,4 +525,30 @@ func hasKey(m map[string]any, k string) bool {
 
 func hasPrefix(tokens, prefix []string) bool {
 	return len(tokens) >= len(prefix) && slices.Equal(tokens[:len(prefix)], prefix)
+}
+
+// checkUTF8 reports every key and string under v that is not valid UTF-8
+// (a YAML escape such as "\xff" makes one), rather than letting it be
+// replaced silently later.
+func (l *loader) checkUTF8(v any, tokens []string) {
+	const msg = "invalid UTF-8 in this text (an escape such as \\xff makes a byte that is no character): write the text as UTF-8"
+	switch v := v.(type) {
+	case string:
+		if !utf8.ValidString(v) {
+			l.add(tokens, msg)
+		}
+	case map[string]any:
+		for _, k := range sortedKeys(v) {
+			t := child(tokens, k)
+			if !utf8.ValidString(k) {
+				l.add(t, "invalid UTF-8 in this key: write the key as UTF-8")
+				continue
+			}
+			l.checkUTF8(v[k], t)
+		}
+	case []any:
+		for i, x := range v {
+			l.checkUTF8(x, child(tokens, strconv.Itoa(i)))
+		}
+	}
 }

@@ -15,7 +15,8 @@ import (
 // the trials that were not graded grouped by cause, pass@k and pass^k, the
 // per-case matrix, the comparisons in words, notes on what is missing, and
 // a footer naming the methods. Columns are aligned with spaces; messages
-// from transcripts are quoted with control characters escaped.
+// from transcripts are quoted, and ids and names have control characters
+// escaped.
 func (r Report) WriteText(w io.Writer) error {
 	ew := &errWriter{w: w}
 	r.writeHeader(ew)
@@ -28,6 +29,11 @@ func (r Report) WriteText(w io.Writer) error {
 	r.writeMethods(ew)
 	return ew.err
 }
+
+// text is dataset or config text (an id, a name) as the report prints it:
+// with control characters escaped, so that it cannot move the cursor,
+// clear the screen or break the table's columns with a tab.
+func text(s string) string { return transcript.Printable(s) }
 
 // errWriter keeps the first write error so the rendering code can write
 // without checking each call.
@@ -57,13 +63,13 @@ func (r Report) writeHeader(w io.Writer) {
 	if eval == "" {
 		eval = "(unnamed)"
 	}
-	fmt.Fprintf(tw, "Eval\t%s\n", eval)
-	run := r.Run.ID
+	fmt.Fprintf(tw, "Eval\t%s\n", text(eval))
+	run := text(r.Run.ID)
 	if run == "" {
 		run = "(no id)"
 	}
 	if r.Run.Collect != "" {
-		run += " (" + r.Run.Collect + ")"
+		run += " (" + text(r.Run.Collect) + ")"
 	}
 	fmt.Fprintf(tw, "Run\t%s\n", run)
 	fmt.Fprintf(tw, "Plan\t%s × %s × %s = %s\n",
@@ -116,7 +122,7 @@ func (r Report) writeVariants(w io.Writer) {
 	fmt.Fprintln(tw, head+"MISSING\tTOKENS IN/OUT\tLATENCY P50/P95")
 	for _, v := range r.Variants {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%d\t%d\t%d\t%d\t%d\t",
-			v.Variant, orDash(v.Client), orDash(v.Model),
+			text(v.Variant), text(orDash(v.Client)), text(orDash(v.Model)),
 			passRate(v.PassRate, v.Interval), v.Passed, v.Graded,
 			v.Outcomes.Answered, v.Outcomes.NoAnswer, v.Outcomes.TimedOut,
 			v.Outcomes.Errored, v.Outcomes.Cancelled)
@@ -145,10 +151,10 @@ func (r Report) writeErrorGroups(w io.Writer) {
 	tw := newTable(w)
 	for _, v := range r.Variants {
 		for _, g := range v.ErrorGroups {
-			what := fmt.Sprintf("%d %s", g.Count, g.Status)
+			what := fmt.Sprintf("%d %s", g.Count, text(g.Status))
 			switch {
 			case g.Cause != "":
-				what += " (" + g.Cause + ")"
+				what += " (" + text(g.Cause) + ")"
 			case g.Status == transcript.Errored:
 				what += " (no cause)"
 			}
@@ -156,7 +162,7 @@ func (r Report) writeErrorGroups(w io.Writer) {
 			if g.Detail != "" {
 				msg = strconv.Quote(g.Detail)
 			}
-			fmt.Fprintf(tw, "  %s\t%s\tfirst %s #%d: %s\n", v.Variant, what, g.First.Case, g.First.Trial, msg)
+			fmt.Fprintf(tw, "  %s\t%s\tfirst %s #%d: %s\n", text(v.Variant), what, text(g.First.Case), g.First.Trial, msg)
 		}
 	}
 	tw.Flush()
@@ -197,7 +203,7 @@ func (r Report) writePassK(w io.Writer) {
 			}
 			return s
 		}
-		line := []string{v.Variant}
+		line := []string{text(v.Variant)}
 		for _, p := range v.PassK {
 			line = append(line, cell(p.PassAt, p.Cases))
 		}
@@ -221,7 +227,7 @@ func (r Report) writeCases(w io.Writer) {
 	tw := newTable(w)
 	head := []string{"  CASE"}
 	for _, v := range r.Variants {
-		head = append(head, v.Variant)
+		head = append(head, text(v.Variant))
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	anyDiffers, anyIncomplete := false, false
@@ -233,7 +239,7 @@ func (r Report) writeCases(w io.Writer) {
 		case !c.Complete:
 			mark, anyIncomplete = "? ", true
 		}
-		line := []string{mark + c.Case}
+		line := []string{mark + text(c.Case)}
 		for _, cell := range c.Variants {
 			line = append(line, cellText(cell))
 		}
@@ -276,6 +282,7 @@ func (r Report) writeComparisons(w io.Writer) {
 
 // comparisonText says in one line how B did against A.
 func comparisonText(c Comparison) string {
+	c.A, c.B = text(c.A), text(c.B)
 	s := c.A + " vs " + c.B + ": "
 	if c.Cases == 0 {
 		return s + "no complete case with graded trials under both"

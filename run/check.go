@@ -10,14 +10,19 @@ import (
 	"github.com/mst-eval/mst/dataset"
 	"github.com/mst-eval/mst/eval"
 	"github.com/mst-eval/mst/provider"
+	"github.com/mst-eval/mst/shard"
 )
 
 // Check makes sure an eval can run where it will run, before any client or
-// server opens: every variant's client allows the OS of the machines that
-// run its trials (goos; empty when the runner's OS is unknown, and then not
-// guessed) and is available in this build, and every case override is one
-// its clients honour, with options their schemas accept. It returns every
-// problem, one per line.
+// server opens: every variant's client exists, runs the variant's model,
+// allows the OS of the machines that run its trials and is available there
+// in this build, and every case override is one its clients honour, with
+// options their schemas accept. It returns every problem, one per line.
+//
+// Only the OS check depends on the machines. With goos empty (the
+// runner's OS is unknown until each worker says it at hello), a client
+// must run on some OS in this build, and the coordinator checks each
+// machine's OS with CheckMachine; every other check runs the same.
 //
 // With preflight set (the trials run on this machine), each variant's
 // client also checks what it needs here, such as an installed CLI.
@@ -25,19 +30,24 @@ func Check(cfg *eval.Config, cases []dataset.Case, reg *client.Registry, goos st
 	var errs []error
 	for _, name := range cfg.VariantOrder {
 		v := cfg.Variants[name]
-		if goos == "" {
-			continue
-		}
-		if err := reg.CheckOS(v.Client, goos); err != nil {
+		def, err := reg.Lookup(v.Client)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: variants.%s.client: %w", cfg.File, name, err))
 			continue
 		}
-		if def, err := reg.Lookup(v.Client); err == nil {
-			if err := checkModel(def, v.Model); err != nil {
-				errs = append(errs, fmt.Errorf("%s: variants.%s.model: %w", cfg.File, name, err))
-			}
+		if goos != "" {
+			err = reg.CheckOS(v.Client, goos)
+		} else {
+			err = runsSomewhere(reg, def)
 		}
-		if def, err := reg.Lookup(v.Client); err == nil && preflight && def.Preflight != nil {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: variants.%s.client: %w", cfg.File, name, err))
+			continue
+		}
+		if err := checkModel(def, v.Model); err != nil {
+			errs = append(errs, fmt.Errorf("%s: variants.%s.model: %w", cfg.File, name, err))
+		}
+		if preflight && def.Preflight != nil {
 			if err := def.Preflight(v.ClientOptions); err != nil {
 				errs = append(errs, fmt.Errorf("%s: variants.%s: %w", cfg.File, name, err))
 			}
@@ -90,6 +100,63 @@ func Check(cfg *eval.Config, cases []dataset.Case, reg *client.Registry, goos st
 		lines[i] = e.Error()
 	}
 	return errors.New(strings.Join(lines, "\n"))
+}
+
+// knownOS are the systems a client without an OS requirement may run on.
+var knownOS = []string{"linux", "darwin", "windows"}
+
+// runsSomewhere checks that some machine can run a client in this build:
+// one of the systems it allows has it available. It returns the first
+// system's error when none does.
+func runsSomewhere(reg *client.Registry, def *client.Definition) error {
+	oses := def.Requirements.OS
+	if len(oses) == 0 {
+		oses = knownOS
+	}
+	var first error
+	for _, o := range oses {
+		err := reg.CheckOS(def.Name, o)
+		if err == nil {
+			return nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// CheckMachine is the part of Check that needs the machine: that the
+// client of every variant of bundle b runs on goos, the OS a worker said
+// at hello. file is the eval config's path, for the messages. A nil b
+// checks nothing.
+func CheckMachine(file string, reg *client.Registry, b *shard.Bundle, goos string) error {
+	if b == nil || reg == nil {
+		return nil
+	}
+	var errs []string
+	seen := map[string]bool{}
+	for _, set := range b.Settings {
+		if seen[set.Variant] {
+			continue
+		}
+		seen[set.Variant] = true
+		if err := reg.CheckOS(set.Client, goos); err != nil {
+			errs = append(errs, fmt.Sprintf("%s: variants.%s.client: %v", file, set.Variant, err))
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(errs, "\n") + "\nrun these variants on machines of an OS their clients allow (another --runner or image), or leave them out with --variant")
+}
+
+// HelloCheck returns the coordinator's CheckHello for a run of the eval
+// config file: CheckMachine with the OS the worker's hello names.
+func HelloCheck(file string, reg *client.Registry) func(*shard.Bundle, *shard.Hello) error {
+	return func(b *shard.Bundle, h *shard.Hello) error {
+		return CheckMachine(file, reg, b, h.OS)
+	}
 }
 
 // checkModel checks that a client can run a model's provider.

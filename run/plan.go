@@ -224,6 +224,9 @@ func NewPlan(ctx context.Context, req Request) (*Plan, error) {
 	if err := p.resolveKeys(req); err != nil {
 		return nil, invalid(err)
 	}
+	if err := p.checkServerSecrets(req.Secrets, req.SecretsFile); err != nil { // run/serversecrets.go
+		return nil, invalid(err)
+	}
 	if err := p.resolveGraders(req.Secrets); err != nil { // run/refs.go
 		return nil, invalid(err)
 	}

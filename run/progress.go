@@ -46,7 +46,7 @@ func (p *progress) Start(run transcript.Run, total int) {
 	p.mu.Lock()
 	p.total, p.started = total, p.now()
 	p.mu.Unlock()
-	fmt.Fprintf(p.w, "run %s: %d trials (%d cases × %d variants × %d trials)\n", run.ID, total, run.Cases, len(run.Variants), run.Trials)
+	fmt.Fprintf(p.w, "run %s: %d trials (%d cases × %d variants × %d trials)\n", transcript.Printable(run.ID), total, run.Cases, len(run.Variants), run.Trials)
 	if p.terminal {
 		p.stop, p.stopped = make(chan struct{}), make(chan struct{})
 		go p.redraw()
@@ -82,7 +82,7 @@ func (p *progress) Trial(r report.Trial) {
 	if r.Status == transcript.Errored {
 		p.errored++
 		if !p.terminal {
-			fmt.Fprintf(p.w, "  %s errored (%s)\n", r.Key, r.Cause)
+			fmt.Fprintf(p.w, "  %s errored (%s)\n", r.Key, transcript.Printable(r.Cause)) // (Key.String escapes its names)
 		}
 	}
 	if p.terminal {

@@ -254,6 +254,7 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 // runShards makes the runner, runs every shard of todo under one
 // coordinator, and returns each shard's machine record.
 func runShards(ctx context.Context, p *Plan, o Options, rn runner.Runner, rec transcript.Run, todo []transcript.Key, col *collector) ([]transcript.Machine, error) {
+	bundles := p.split(rec, todo, max(o.Chosen.Shards, 1))
 	coord := &shard.Coordinator{
 		MSTVersion: o.MSTVersion,
 		Limits:     shard.NewLimiter(p.Config.Limits.Providers, p.Config.Limits.Servers),
@@ -262,8 +263,11 @@ func runShards(ctx context.Context, p *Plan, o Options, rn runner.Runner, rec tr
 		Secrets:    o.Secrets,
 		Silence:    o.Silence,
 		Gate:       col.gate(rec.ID, o.Redact),
+		// A worker reports only its own shard's trials, and its machine
+		// must run its clients (the OS checks that waited for hello).
+		Bundles:    bundles,
+		CheckHello: HelloCheck(p.Config.File, o.Clients),
 	}
-	bundles := p.split(rec, todo, max(o.Chosen.Shards, 1))
 	staging, err := runner.TempFolder("mst-bundles-", rec.ID)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -23,9 +24,10 @@ type RunnerChoice struct {
 // ParseRunnerOptions reads --runner-option key=value pairs for def: MST's own
 // shards (default 1, at most def.MaxShards) and keep (never, failed,
 // always), and the runner's options, checked against its schema. Options
-// are recorded in run.json, so a value that looks like a secret (a secrets
-// file value, a long random-looking string, a key name such as token) is
-// refused.
+// are recorded in run.json, so an option whose name or value holds a
+// secret anywhere (a value of known, in any escaped form; a key shape such
+// as sk-…; user:password@host; a long random-looking run; a name such as
+// token) is refused, naming the option and what was found, never the value.
 func ParseRunnerOptions(def *runner.Definition, pairs []string, known *secrets.Set) (RunnerChoice, error) {
 	c := RunnerChoice{Options: map[string]string{}, Shards: 1, Keep: runner.KeepNever}
 	typed := map[string]any{}
@@ -39,8 +41,13 @@ func ParseRunnerOptions(def *runner.Definition, pairs []string, known *secrets.S
 	}
 	json.Unmarshal(def.Options, &schema)
 	props = schema.Properties
-	for _, kv := range pairs {
+	for i, kv := range pairs {
 		k, v, ok := strings.Cut(kv, "=")
+		// The whole pair is scanned before any message quotes part of it,
+		// so a refused value is never printed.
+		if err := notSecret(i+1, k, v, known); err != nil {
+			return c, err
+		}
 		if !ok || k == "" {
 			return c, fmt.Errorf("--runner-option %q: write key=value", kv)
 		}
@@ -64,9 +71,6 @@ func ParseRunnerOptions(def *runner.Definition, pairs []string, known *secrets.S
 			}
 			c.Keep = v
 			continue
-		}
-		if err := notSecret(k, v, known); err != nil {
-			return c, fmt.Errorf("--runner-option %s: %w", k, err)
 		}
 		c.Options[k] = v
 		switch props[k].Type {
@@ -98,33 +102,83 @@ func ParseRunnerOptions(def *runner.Definition, pairs []string, known *secrets.S
 }
 
 var (
-	secretKey    = regexp.MustCompile(`(?i)(token|secret|password|passwd|apikey|api_key|credential)`)
-	secretPrefix = regexp.MustCompile(`^(sk-|sk_|ghp_|gho_|github_pat_|xox[abp]-|AKIA|AIza|ya29\.)`)
+	// optionName is what a runner option's name looks like; a name that
+	// does not is not quoted back.
+	optionName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]{0,63}$`)
+	// secretWord in an option's name, or before an = inside its value
+	// (?access_token=...), says that what follows is a secret.
+	secretWord = `(?i)(token|secret|password|passwd|apikey|api_key|credential)`
+	secretKey  = regexp.MustCompile(secretWord)
+	redacted   = regexp.MustCompile(`\[redacted:([^\]]+)\]`)
+	// secretShapes are the shapes of credentials looked for anywhere in an
+	// option's name and value, besides long random-looking runs (see
+	// looksRandom). docs/secrets.md lists them; keep the two in step.
+	secretShapes = []struct {
+		what string
+		re   *regexp.Regexp
+	}{
+		{"a key or token (the shape of a provider key: sk-…, ghp_…, AKIA…)", regexp.MustCompile(
+			`(^|[^A-Za-z0-9])(sk-|sk_|rk_|ghp_|gho_|ghs_|ghu_|ghr_|github_pat_|glpat-|xox[abpr]-|AKIA|ASIA|AIza|ya29\.)[A-Za-z0-9_\-]{8,}`)},
+		{"a key or token (a password in user:password@host)", regexp.MustCompile(`(^|[/\s])[^/\s:@]*:[^/\s@]+@[^\s@]`)},
+		{"a key or token (a name=value pair whose name says secret)", regexp.MustCompile(secretWord + `[A-Za-z0-9_\-]*=[^&;\s]`)},
+	}
 )
 
-// notSecret refuses option values that look like secrets: they would be
-// written to run.json.
-func notSecret(key, value string, known *secrets.Set) error {
-	if secretKey.MatchString(key) {
-		return fmt.Errorf("options are recorded in run.json, and %s looks like it holds a secret: put it in the secrets file instead", key)
-	}
-	if known != nil {
-		for _, name := range known.Names() {
-			if v, _ := known.Get(name); v != "" && strings.Contains(value, v) {
-				return fmt.Errorf("the value holds the secret %s: options are recorded in run.json", name)
-			}
+// notSecret refuses an option whose name or value holds a secret: options
+// are written to run.json. It names the option only when its name is an
+// ordinary one holding no secret, and never quotes what it found.
+func notSecret(position int, key, value string, known *secrets.Set) error {
+	name := fmt.Sprintf("--runner-option number %d", position)
+	keyProblem := secretIn(key, known)
+	if keyProblem == "" && optionName.MatchString(key) {
+		name = "--runner-option " + key
+		if secretKey.MatchString(key) {
+			return fmt.Errorf("%s: options are recorded in run.json, and %s looks like it holds a secret: put it in the secrets file instead", name, key)
 		}
 	}
-	if secretPrefix.MatchString(value) || looksRandom(value) {
-		return fmt.Errorf("the value looks like a key or token, and options are recorded in run.json: put it in the secrets file instead")
+	if keyProblem != "" {
+		return fmt.Errorf("%s: its name holds %s; options are recorded in run.json, so they must hold no secret (the value is not shown)", name, keyProblem)
+	}
+	if p := secretIn(value, known); p != "" {
+		return fmt.Errorf("%s: the value holds %s; options are recorded in run.json, so they must hold no secret: put it in the secrets file instead (the value is not shown)", name, p)
 	}
 	return nil
+}
+
+// secretIn says what secret s holds, or "": a known value (in any of the
+// forms the redaction knows, escaped or not), a secret shape, or a long
+// random-looking run between separators.
+func secretIn(s string, known *secrets.Set) string {
+	if known != nil {
+		if m := redacted.FindAllStringSubmatch(secrets.NewRedactor(known).String(s), -1); len(m) > 0 {
+			var names []string
+			for _, sub := range m {
+				if !slices.Contains(names, sub[1]) {
+					names = append(names, sub[1])
+				}
+			}
+			return "the secret " + strings.Join(names, ", ")
+		}
+	}
+	for _, sh := range secretShapes {
+		if sh.re.MatchString(s) {
+			return "what looks like " + sh.what
+		}
+	}
+	for _, part := range strings.FieldsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+	}) {
+		if looksRandom(part) {
+			return "what looks like a key or token (a long random-looking run of letters and digits)"
+		}
+	}
+	return ""
 }
 
 // looksRandom reports whether s is a long run of letters and digits mixing
 // cases and digits, as keys and tokens are.
 func looksRandom(s string) bool {
-	if len(s) < 24 || strings.ContainsAny(s, "/ .:") {
+	if len(s) < 24 {
 		return false
 	}
 	var lower, upper, digit int

@@ -1,6 +1,7 @@
 package run_test
 
 import (
+	"net/url"
 	"strings"
 	"testing"
 
@@ -48,6 +49,66 @@ func TestParseRunnerOptions(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("ParseRunnerOptions(%s, %q) (-want +got):\n%s", tt.runner.Name, tt.pairs, diff)
 			}
+		}
+	}
+}
+
+// TestRunnerOptionSecretsAnywhere plants secrets of each kind in each place
+// of an option (alone, in a path, in a URL's user info or query, escaped, in
+// the name, in a pair without =) and checks that each is refused, that the
+// message names what it found and never quotes the secret, and that
+// ordinary values pass.
+func TestRunnerOptionSecretsAnywhere(t *testing.T) {
+	t.Parallel()
+	known := secrets.New()
+	for name, v := range map[string]string{"FILE_KEY": "p@ss word/2026", "ENV_KEY": "q7-harbour-lantern", "RAW_KEY": "caf\xe9-\xff\xfe-key"} {
+		if err := known.Add(name, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	planted := map[string]string{
+		"known":           "q7-harbour-lantern",
+		"known escaped":   url.PathEscape("p@ss word/2026"),
+		"known raw bytes": "caf\xe9-\xff\xfe-key",
+		"anthropic key":   "sk-ant-api03-AbCdEf0123456789",
+		"github token":    "ghp_0123456789abcdefABCDEF",
+		"aws key":         "AKIAIOSFODNN7EXAMPLE",
+		"random run":      "Zx81Qm4Lr2Tt9Vb7Nc3Kp6Wd",
+	}
+	places := map[string]func(s string) string{
+		"alone":       func(s string) string { return "dir=" + s },
+		"in a path":   func(s string) string { return "dir=/home/me/keys/" + s + "/shards" },
+		"after a dot": func(s string) string { return "dir=/tmp/x." + s },
+		"in a query":  func(s string) string { return "host=https://example.com/p?x=" + s },
+		"in the name": func(s string) string { return s + "=/tmp" },
+		"without =":   func(s string) string { return "/tmp/" + s },
+	}
+	for what, secret := range planted {
+		for where, put := range places {
+			pair := put(secret)
+			_, err := run.ParseRunnerOptions(runner.ProcessesDefinition(), []string{pair}, known)
+			if err == nil {
+				t.Errorf("%s %s: ParseRunnerOptions(%q) accepted it", what, where, pair)
+				continue
+			}
+			msg := err.Error()
+			if strings.Contains(msg, secret) || strings.Contains(msg, secret[:8]) {
+				t.Errorf("%s %s: the error quotes the secret: %s", what, where, msg)
+			}
+			if !strings.Contains(msg, "holds") || !strings.Contains(msg, "--runner-option") {
+				t.Errorf("%s %s: the error does not say which option and what it holds: %s", what, where, msg)
+			}
+		}
+	}
+	for _, pair := range []string{"dir=ssh://me:Hunter2hunter@build.example.com/x", "dir=me:hunter2@host", "dir=https://h/x?access_token=abc"} {
+		_, err := run.ParseRunnerOptions(runner.ProcessesDefinition(), []string{pair}, known)
+		if err == nil || strings.Contains(err.Error(), "unter2") || strings.Contains(err.Error(), "abc") {
+			t.Errorf("ParseRunnerOptions(%q) = %v, want a refusal that does not quote the credential", pair, err)
+		}
+	}
+	for _, ok := range []string{"/tmp/shards", "/home/me/.cache/mst-work_2026", "/srv/runs/123e4567-e89b-12d3-a456-426614174000", "/var/lib/mst.d/user@host", "/mnt/data:ro"} {
+		if _, err := run.ParseRunnerOptions(runner.ProcessesDefinition(), []string{"dir=" + ok}, known); err != nil {
+			t.Errorf("ParseRunnerOptions(dir=%s) = %v, want it accepted", ok, err)
 		}
 	}
 }

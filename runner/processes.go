@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -169,6 +170,7 @@ func (f *folder) Exec(ctx context.Context, argv []string, stdin io.Reader, stdou
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Args[0] = "mst"
 	cmd.Dir = f.dir
+	cmd.Env = workerEnv(os.Environ())
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// A process group of its own: a Ctrl-C at the terminal reaches only
 	// the coordinator, which passes it on as a cancel message. A stop
@@ -202,6 +204,32 @@ func (f *folder) Exec(ctx context.Context, argv []string, stdin io.Reader, stdou
 	// The group's id is not reused while any process of it lives.
 	proctree.KillGroup(cmd.Process.Pid, syscall.SIGKILL)
 	return err
+}
+
+// workerKeeps are the variables of the coordinator's environment a worker
+// of the processes runner gets; the rest (keys in the user's shell above
+// all) stays behind. A worker needs only these: it gets its secrets from
+// the coordinator's tokens message, and its clients and servers get their
+// own minimal environments. The proxy variables are kept so that a worker
+// reaches a provider the way the coordinator would.
+var workerKeeps = []string{
+	"PATH", "HOME", "TMPDIR", "USER", "LOGNAME", "SHELL", "TZ", "LANG", "LANGUAGE",
+	"XDG_RUNTIME_DIR", "SSL_CERT_FILE", "SSL_CERT_DIR",
+	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+	"GOCOVERDIR", "SYSTEMROOT",
+}
+
+// workerEnv is the part of env (KEY=value pairs) a worker gets:
+// workerKeeps and the locale (LC_*).
+func workerEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if slices.Contains(workerKeeps, k) || strings.HasPrefix(k, "LC_") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 func (f *folder) CopyTo(ctx context.Context, localDir, remoteDir string) error {

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Redactor removes the values of a Set from text. It sees values added to
@@ -26,6 +27,29 @@ func NewRedactor(s *Set) *Redactor {
 type pattern struct {
 	text []byte
 	name string
+	// period is the smallest shift at which text overlaps itself, or
+	// len(text) when it overlaps only in full.
+	period int
+}
+
+// period returns the smallest p > 0 with t[i] == t[i+p] for every i.
+func period(t []byte) int {
+	// fail[i] is the length of the longest proper prefix of t[:i+1] that
+	// is also its suffix (Knuth–Morris–Pratt).
+	fail := make([]int, len(t))
+	for i, k := 1, 0; i < len(t); i++ {
+		for k > 0 && t[i] != t[k] {
+			k = fail[k-1]
+		}
+		if t[i] == t[k] {
+			k++
+		}
+		fail[i] = k
+	}
+	if len(t) == 0 {
+		return 1
+	}
+	return len(t) - fail[len(t)-1]
 }
 
 // buildPatterns lists every form of every value, longest first (ties by
@@ -40,7 +64,7 @@ func buildPatterns(known []entry) []pattern {
 				continue
 			}
 			owner[f] = e.name
-			pats = append(pats, pattern{text: []byte(f), name: e.name})
+			pats = append(pats, pattern{text: []byte(f), name: e.name, period: period([]byte(f))})
 		}
 	}
 	slices.SortFunc(pats, func(a, b pattern) int {
@@ -55,7 +79,11 @@ func buildPatterns(known []entry) []pattern {
 	return pats
 }
 
-// forms returns v and the distinct forms it takes once escaped.
+// forms returns v and the distinct forms it takes once escaped. A value
+// that is not UTF-8 also takes the forms of the text decoders make of it:
+// each bad byte replaced by U+FFFD (Go's range, encoding/json), each run
+// of them (strings.ToValidUTF8), or each longest unfinished character
+// (the WHATWG decoder of browsers and Node).
 func forms(v string) []string {
 	escapes := []func(string) string{
 		func(s string) string { return goJSON(s, true) },
@@ -63,14 +91,77 @@ func forms(v string) []string {
 		func(s string) string { return minimalJSON(s, false) },
 		func(s string) string { return minimalJSON(s, true) },
 	}
-	out := []string{v}
-	for _, esc := range escapes {
-		once := esc(v)
-		out = append(out, once, esc(once))
+	texts := []string{v}
+	if !utf8.ValidString(v) {
+		texts = append(texts, strings.ToValidUTF8(v, "\ufffd"), replaceBad(v))
+	}
+	var out []string
+	for _, t := range texts {
+		out = append(out, t)
+		for _, esc := range escapes {
+			once := esc(t)
+			out = append(out, once, esc(once))
+		}
 	}
 	out = append(out, url.QueryEscape(v), url.PathEscape(v))
+	// A form that is mostly U+FFFD holds little of the value: with fewer
+	// than MinLength other bytes it would match ordinary text, so it is
+	// not looked for (the value as it is always is).
+	out = slices.DeleteFunc(out, func(f string) bool { return f != v && !informative(f) })
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// informative says whether a form holds at least MinLength bytes besides
+// the replacement characters U+FFFD a decoder put for bad bytes, raw or
+// escaped once or twice.
+func informative(f string) bool {
+	for _, r := range []string{"\ufffd", `\\ufffd`, `\ufffd`} {
+		f = strings.ReplaceAll(f, r, "")
+	}
+	return len(f) >= MinLength
+}
+
+// replaceBad replaces the bytes of s that are not UTF-8 as the WHATWG
+// decoder does: each longest start of a character that cannot be finished
+// (a lead byte and the continuation bytes that can follow it) becomes one
+// U+FFFD, and any other bad byte one U+FFFD.
+func replaceBad(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r != utf8.RuneError || n > 1 {
+			b.WriteString(s[i : i+n])
+			i += n
+			continue
+		}
+		// The bytes a lead byte needs after it, and the range of the first.
+		need, lo, hi := 0, byte(0x80), byte(0xbf)
+		switch c := s[i]; {
+		case 0xc2 <= c && c <= 0xdf:
+			need = 1
+		case c == 0xe0:
+			need, lo = 2, 0xa0
+		case c == 0xed:
+			need, hi = 2, 0x9f
+		case 0xe1 <= c && c <= 0xef:
+			need = 2
+		case c == 0xf0:
+			need, lo = 3, 0x90
+		case c == 0xf4:
+			need, hi = 3, 0x8f
+		case 0xf1 <= c && c <= 0xf3:
+			need = 3
+		}
+		j := i + 1
+		for k := 0; k < need && j < len(s) && lo <= s[j] && s[j] <= hi; k++ {
+			j++
+			lo, hi = 0x80, 0xbf
+		}
+		b.WriteString("\ufffd")
+		i = j
+	}
+	return b.String()
 }
 
 // goJSON is s inside a JSON string as encoding/json writes it.
@@ -129,13 +220,26 @@ type span struct {
 func find(b []byte, pats []pattern) []span {
 	var spans []span
 	for _, p := range pats {
-		for i := 0; i+len(p.text) <= len(b); {
+		// Occurrences may overlap ("abab" twice in "ababab"), but only by
+		// a shift that is a period of the text. A run of them a smallest
+		// period apart is taken in one step, so that a text of many
+		// copies costs no more than one pass.
+		n, per := len(p.text), p.period
+		for i := 0; i+n <= len(b); {
 			j := bytes.Index(b[i:], p.text)
 			if j < 0 {
 				break
 			}
-			spans = append(spans, span{i + j, i + j + len(p.text), p.name})
-			i += j + len(p.text)
+			start, end := i+j, i+j+n
+			if per < n {
+				e := end
+				for e < len(b) && b[e] == b[e-per] {
+					e++
+				}
+				end += (e - end) / per * per // the end of the run's last whole occurrence
+			}
+			spans = append(spans, span{start, end, p.name})
+			i = end - n + per // no occurrence starts closer to the last one
 		}
 	}
 	if len(spans) < 2 {

@@ -178,7 +178,9 @@ func TestRedact(t *testing.T) {
 			"secret-long-value and long-value", "[redacted:LONG] and [redacted:SHORT]"},
 		{"overlapping values", []string{"A", "abcdef12", "B", "ef12ghij"},
 			"xxabcdef12ghijyy", "xx[redacted:A]yy"},
-		{"repeated letters", []string{"A", "aaaa"}, "aaaaaaaaa", "[redacted:A][redacted:A]a"},
+		// Every occurrence counts, overlapping ones too: no byte of one is left.
+		{"repeated letters", []string{"A", "aaaa"}, "aaaaaaaaa", "[redacted:A]"},
+		{"overlapping occurrences", []string{"A", "abab"}, "x ababab y abab", "x [redacted:A] y [redacted:A]"},
 		{"url-escaped", []string{"K", "a+b/c=d e"}, "https://x.test/?key=a%2Bb%2Fc%3Dd+e", "https://x.test/?key=[redacted:K]"},
 		{"empty set", nil, "sk-1234", "sk-1234"},
 	}

@@ -22,6 +22,8 @@ var ErrClosed = errors.New("secrets: write to a closed redacting writer")
 // from any goroutine; concurrent Writes are taken one after the other.
 type Writer struct {
 	r *Redactor
+	// limit is pendingLimit, or less in tests.
+	limit int
 
 	mu      sync.Mutex
 	w       io.Writer
@@ -51,11 +53,15 @@ func (w *Writer) Write(p []byte) (int, error) {
 		cut = len(w.pending) + i + 1
 	}
 	w.pending = append(w.pending, p...)
-	if cut == 0 && len(w.pending) <= pendingLimit {
+	limit := w.limit
+	if limit <= 0 {
+		limit = pendingLimit
+	}
+	if cut == 0 && len(w.pending) <= limit {
 		return len(p), nil
 	}
 	pats := w.r.patterns()
-	if len(w.pending)-cut > pendingLimit {
+	if len(w.pending)-cut > limit {
 		// A long line with no end: keep back only what could be the start
 		// of a value that has not fully arrived.
 		cut = len(w.pending) - max(maxLen(pats)-1, 0)

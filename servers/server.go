@@ -3,7 +3,14 @@
 // readiness check MST makes before the first trial.
 package servers
 
-import "time"
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
 
 // Server is one MCP server as a variant uses it.
 type Server struct {
@@ -13,6 +20,9 @@ type Server struct {
 	// Command, Args, Env and Dir start a stdio server. A relative Command
 	// that contains a slash has already been resolved against the config's
 	// folder. Env is added to a minimal environment (PATH, HOME, TMPDIR).
+	// Values of Env and Headers may hold references to secrets,
+	// ${secret:NAME}, which stay references in the plan, the bundle and
+	// run.json; the worker replaces them (Resolve) just before use.
 	Command string            `json:"command,omitempty"`
 	Args    []string          `json:"args,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
@@ -44,4 +54,78 @@ func (s Server) Transport() string {
 		return "http"
 	}
 	return "stdio"
+}
+
+// secretRef is a reference to a secret inside an env or headers value:
+// ${secret:NAME}. A "${secret:" that does not start a well-formed
+// reference is an error, so a typo never reaches a server as text.
+var (
+	secretRef   = regexp.MustCompile(`\$\{secret:([A-Za-z_][A-Za-z0-9_]*)\}`)
+	secretStart = "${secret:"
+)
+
+// SecretRef is one reference to a secret in a server's declaration.
+type SecretRef struct {
+	// Where is the key path in the server's declaration: env.KEY or
+	// headers.KEY.
+	Where string
+	// Name is the secret's name, as the secrets file spells it.
+	Name string
+}
+
+// SecretRefs lists the references to secrets in s's env and headers
+// values, in a stable order, or says where one is malformed.
+func (s Server) SecretRefs() ([]SecretRef, error) {
+	var refs []SecretRef
+	for _, part := range []struct {
+		key string
+		m   map[string]string
+	}{{"env", s.Env}, {"headers", s.Headers}} {
+		for _, k := range slices.Sorted(maps.Keys(part.m)) {
+			v := part.m[k]
+			where := part.key + "." + k
+			for _, m := range secretRef.FindAllStringSubmatch(v, -1) {
+				refs = append(refs, SecretRef{Where: where, Name: m[1]})
+			}
+			if strings.Contains(secretRef.ReplaceAllString(v, ""), secretStart) {
+				return nil, fmt.Errorf("servers.%s.%s: a ${secret:...} reference is malformed: write ${secret:NAME}, NAME as the secrets file spells it (letters, digits and _)", s.Name, where)
+			}
+		}
+	}
+	return refs, nil
+}
+
+// Resolve returns s with every ${secret:NAME} in its env and headers
+// values replaced by the value lookup gives for NAME. An unknown name is
+// an error naming the place and the secret, never a value.
+func (s Server) Resolve(lookup func(name string) (string, bool)) (Server, error) {
+	refs, err := s.SecretRefs()
+	if err != nil || len(refs) == 0 {
+		return s, err
+	}
+	resolve := func(part string, m map[string]string) (map[string]string, error) {
+		out := make(map[string]string, len(m))
+		for k, v := range m {
+			var missing string
+			out[k] = secretRef.ReplaceAllStringFunc(v, func(ref string) string {
+				name := secretRef.FindStringSubmatch(ref)[1]
+				val, ok := lookup(name)
+				if !ok && missing == "" {
+					missing = name
+				}
+				return val
+			})
+			if missing != "" {
+				return nil, fmt.Errorf("servers.%s.%s.%s refers to the secret %s, which this worker was not given: set %s in the secrets file", s.Name, part, k, missing, missing)
+			}
+		}
+		return out, nil
+	}
+	if s.Env, err = resolve("env", s.Env); err != nil {
+		return s, err
+	}
+	if s.Headers, err = resolve("headers", s.Headers); err != nil {
+		return s, err
+	}
+	return s, nil
 }

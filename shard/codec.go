@@ -15,7 +15,8 @@ import (
 var ErrUnknownMessage = errors.New("unknown message type")
 
 // ErrBadLine is returned by Decoder.Read for a line that is not a protocol
-// message at all (not JSON, or a message whose fields do not decode).
+// message at all (not JSON, a message whose fields do not decode, or a line
+// longer than the protocol allows).
 var ErrBadLine = errors.New("not a protocol line")
 
 // maxLine bounds one protocol line.
@@ -80,6 +81,11 @@ func (d *Decoder) Read() (any, error) {
 		return Decode(line)
 	}
 	if err := d.s.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			// What was read is no message, and the channel is fine: the
+			// sender broke the framing.
+			return nil, fmt.Errorf("shard: %w: a line longer than %d bytes", ErrBadLine, maxLine)
+		}
 		return nil, fmt.Errorf("shard: reading: %w", err)
 	}
 	return nil, io.EOF

@@ -9,8 +9,10 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/transcript"
@@ -62,7 +64,28 @@ type Coordinator struct {
 	// a Granted with Skip set and holds no room; a trial already granted
 	// runs to its end.
 	Gate Gate
+	// Bundles, when set, are the bundles the run's shards were given,
+	// found by their Shard. Serve then refuses an acquire or a trial whose
+	// key is not one of its shard's planned trials (another shard's case,
+	// an unknown variant, a trial number out of range), and hands the
+	// shard's bundle to CheckHello.
+	Bundles []*Bundle
+	// CheckHello, when set, is asked about every hello whose versions
+	// match, before tokens are sent: the load-time checks that depend on
+	// the worker's machine (its OS), which could not run before the worker
+	// said what it runs on. b is the shard's bundle, nil when Bundles does
+	// not hold it. An error refuses the worker: Serve sends cancel, starts
+	// nothing, and fails the shard with the error.
+	CheckHello func(b *Bundle, h *Hello) error
 }
+
+// ReasonRefused is the reason of the cancel a worker gets when CheckHello
+// refuses its machine.
+const ReasonRefused = "refused: this machine cannot run the shard"
+
+// ReasonVersionMismatch is the reason of the cancel a worker gets when its
+// hello names another protocol or MST version.
+const ReasonVersionMismatch = "version mismatch"
 
 // Fetch returns the bytes of one file the worker wrote, by the path its
 // trial message gave (relative to the worker's results). Runners whose
@@ -98,6 +121,27 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 	if c.TokenSource != nil && c.Secrets == nil {
 		return res, errors.New("shard: a coordinator with a token source needs Secrets, to redact the tokens it hands out")
 	}
+	var bundle *Bundle
+	for _, b := range c.Bundles {
+		if b != nil && b.Shard == shard {
+			bundle = b
+		}
+	}
+	var planned map[transcript.Key]bool
+	if bundle != nil {
+		planned = make(map[transcript.Key]bool, len(bundle.Trials))
+		for _, t := range bundle.Trials {
+			planned[t.Key] = true
+		}
+	}
+	// What the worker asked for and reported, to refuse reports that were
+	// never granted, come twice or name a trial of another shard. acquired
+	// and reported belong to this loop; granted is written by the
+	// goroutines that wait for room, under heldMu.
+	acquired := map[int64]transcript.Key{} // acquires read, until their trial
+	taken := map[transcript.Key]bool{}     // keys acquired in this shard
+	reported := map[transcript.Key]bool{}  // keys whose trial was accepted
+	granted := map[int64]bool{}            // acquires answered with granted
 	enc := NewEncoder(out)
 	msgs := make(chan any)
 	errc := make(chan error, 1)
@@ -164,7 +208,9 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 			if errors.Is(err, io.EOF) {
 				return res, fmt.Errorf("shard %d: %w: its channel closed before it said done", shard, ErrWorkerLost)
 			}
-			if errors.Is(err, ErrBadLine) {
+			if errors.Is(err, ErrBadLine) || errors.Is(err, ErrUnknownMessage) {
+				// The channel works, but what the worker wrote is not the
+				// protocol: the worker failed, it was not lost.
 				return res, fmt.Errorf("shard %d: the worker wrote a line that is not %s (its stdout carries protocol lines only; logs belong on stderr): %w", shard, Protocol, err)
 			}
 			return res, fmt.Errorf("shard %d: %w: %w", shard, ErrWorkerLost, err)
@@ -172,12 +218,22 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 			timer.Reset(silence)
 			switch m := m.(type) {
 			case *Hello:
+				if res.Hello != nil {
+					logger.Warn("refused a second hello from the worker; the first one stands", "shard", shard)
+					continue
+				}
 				if m.Protocol != Protocol || m.MSTVersion != c.MSTVersion {
-					enc.Write(&Cancel{Reason: "version mismatch"})
+					enc.Write(&Cancel{Reason: ReasonVersionMismatch})
 					return res, fmt.Errorf("shard %d: the worker runs %s with MST %s, the coordinator %s with MST %s: install the same MST on the worker machine",
 						shard, m.Protocol, m.MSTVersion, Protocol, c.MSTVersion)
 				}
 				res.Hello = m
+				if c.CheckHello != nil {
+					if err := c.CheckHello(bundle, m); err != nil {
+						enc.Write(&Cancel{Reason: ReasonRefused})
+						return res, fmt.Errorf("shard %d: the worker's machine (%s/%s) cannot run this shard, no trial ran:\n%w", shard, m.OS, m.Arch, err)
+					}
+				}
 				values := map[string]string{}
 				if c.Secrets != nil {
 					values = c.Secrets.Env()
@@ -189,8 +245,22 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 				if res.Hello == nil {
 					return res, fmt.Errorf("shard %d: the worker sent acquire before hello", shard)
 				}
+				if why := refuseAcquire(m, acquired, taken, planned, shard); why != "" {
+					logger.Warn("refused an acquire: "+why, "shard", shard, "trial", clip(m.Key.String()), "acquire", m.ID)
+					if _, dup := acquired[m.ID]; !dup && m.ID > 0 {
+						// Answered, so the worker does not wait for it; the
+						// trial it reports for it is refused in turn.
+						enc.Write(&Granted{ID: m.ID, Skip: "refused by the coordinator: " + why})
+					}
+					continue
+				}
+				acquired[m.ID] = m.Key
+				taken[m.Key] = true
 				if c.Gate != nil {
 					if skip := c.Gate.Admit(m.Key); skip != "" {
+						heldMu.Lock()
+						granted[m.ID] = true
+						heldMu.Unlock()
 						enc.Write(&Granted{ID: m.ID, Skip: skip})
 						continue
 					}
@@ -211,24 +281,40 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 							s.release()
 						}
 						if !ended {
+							heldMu.Lock()
+							granted[m.ID] = true
+							heldMu.Unlock()
 							enc.Write(&Granted{ID: m.ID, Skip: skip})
 						}
 						return
 					}
 					held[m.ID] = sems
+					granted[m.ID] = true
 					heldMu.Unlock()
 					enc.Write(&Granted{ID: m.ID})
 				}()
 			case *Trial:
+				heldMu.Lock()
+				wasGranted := granted[m.Acquire]
+				heldMu.Unlock()
+				if why := refuseTrial(m, acquired, wasGranted, reported, planned, shard); why != "" {
+					// Nothing is fetched or stored: the trial stays
+					// missing, and a resume runs it again.
+					logger.Warn("refused a trial report: "+why, "shard", shard, "trial", clip(m.Key.String()), "acquire", m.Acquire)
+					continue
+				}
+				delete(acquired, m.Acquire)
+				reported[m.Key] = true
 				release(m.Acquire)
 				if m.Path == "" {
 					logger.Warn("the worker could not store a trial's transcript; it stays missing", "shard", shard, "trial", m.Key.String())
 					continue
 				}
-				if !fs.ValidPath(m.Path) {
-					// A path that leaves the worker's results (.., /) is
-					// never fetched: the worker is not trusted with the
-					// coordinator's reach into its machine.
+				if !safePath(m.Path) {
+					// A path that may leave the worker's results (.., /, a
+					// drive, a backslash) is never fetched: the worker is
+					// not trusted with the coordinator's reach into its
+					// machine.
 					logger.Warn("the worker named a transcript outside its results; the trial stays missing", "shard", shard, "trial", m.Key.String(), "path", m.Path)
 					continue
 				}
@@ -262,6 +348,78 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 			}
 		}
 	}
+}
+
+// refuseAcquire says why an acquire is refused, or "" to go on: an ID in
+// use or not positive, a key that is not one of the shard's planned trials
+// (when the coordinator knows them), a key acquired before.
+func refuseAcquire(m *Acquire, acquired map[int64]transcript.Key, taken, planned map[transcript.Key]bool, shard int) string {
+	_, running := acquired[m.ID]
+	switch {
+	case m.ID <= 0:
+		return fmt.Sprintf("its id %d is not a positive number", m.ID)
+	case running:
+		return fmt.Sprintf("its id %d is the id of an acquire still running", m.ID)
+	case planned != nil && !planned[m.Key]:
+		return fmt.Sprintf("it names a trial that is not one of shard %d's", shard)
+	case taken[m.Key]:
+		return "the worker acquired this trial before"
+	}
+	return ""
+}
+
+// refuseTrial says why a trial report is refused, or "" to take it: a key
+// that is not one of the shard's planned trials, a trial reported before,
+// an acquire that was never answered with granted or was for another
+// trial.
+func refuseTrial(m *Trial, acquired map[int64]transcript.Key, wasGranted bool, reported, planned map[transcript.Key]bool, shard int) string {
+	k, ok := acquired[m.Acquire]
+	switch {
+	case planned != nil && !planned[m.Key]:
+		return fmt.Sprintf("it names a trial that is not one of shard %d's; nothing is stored", shard)
+	case reported[m.Key]:
+		return "the trial was reported before; the first report stands"
+	case !ok || !wasGranted:
+		return fmt.Sprintf("its acquire %d was never granted; the trial stays missing", m.Acquire)
+	case k != m.Key:
+		return fmt.Sprintf("its acquire %d was for another trial, %s; the trial stays missing", m.Acquire, clip(k.String()))
+	}
+	return ""
+}
+
+// safePath reports whether a transcript path from a trial message is one
+// the coordinator may fetch: a clean relative path under transcripts/ of
+// the worker's results, as the worker's store names it (names
+// path-escaped, so printable ASCII without a backslash), each element a
+// valid file name.
+func safePath(p string) bool {
+	if !fs.ValidPath(p) || !strings.HasPrefix(p, "transcripts/") || !strings.HasSuffix(p, ".json") || len(p) > 4096 {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c <= ' ' || c >= 0x7f || c == '\\' {
+			return false
+		}
+	}
+	for elem := range strings.SplitSeq(p, "/") {
+		if len(elem) > 255 {
+			return false
+		}
+	}
+	return true
+}
+
+// clip bounds a text from a worker for the log.
+func clip(s string) string {
+	const max = 200
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // fetch copies one transcript back, trying twice, each try bounded by

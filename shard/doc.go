@@ -10,9 +10,10 @@
 // message and field.
 //
 //	worker                                  coordinator
-//	  hello {protocol, mstVersion, …}  ──▶   refuses another version
+//	  hello {protocol, mstVersion, …}  ──▶   refuses another version, or an OS
+//	                                         its clients do not run on
 //	                                   ◀──   tokens {values}   (the run's secrets)
-//	  (readiness check of every server)
+//	  (once accepted: readiness check of every server)
 //	  acquire {id, key, providers, servers} ▶ waits for room under the limits
 //	                                   ◀──   granted {id}
 //	  (runs the trial, writes its transcript)

@@ -24,7 +24,8 @@ const (
 )
 
 // Hello is the worker's first message. The coordinator refuses a worker
-// whose Protocol or MSTVersion differs from its own, before any prompt.
+// whose Protocol or MSTVersion differs from its own, or whose machine
+// (OS) cannot run the shard's clients, before any server starts.
 type Hello struct {
 	Protocol   string `json:"protocol"`
 	MSTVersion string `json:"mstVersion"`
@@ -61,12 +62,16 @@ type NeedTokens struct {
 // Trial reports that a trial ended and its transcript was written. It gives
 // back the room its Acquire took.
 type Trial struct {
-	// Acquire is the ID of the Acquire this trial ran under (0 when none).
+	// Acquire is the ID of the granted Acquire this trial ran under. The
+	// coordinator refuses a trial without one (see docs/protocol.md,
+	// Refused messages).
 	Acquire int64          `json:"acquire,omitempty"`
 	Key     transcript.Key `json:"key"`
 	Status  string         `json:"status"`
 	Cause   string         `json:"cause,omitempty"`
-	// Path is the transcript's path relative to the run's folder.
+	// Path is the transcript's path relative to the worker's results, as
+	// its store names it (under transcripts/, names path-escaped). The
+	// coordinator fetches no other shape of path.
 	Path       string  `json:"path"`
 	DurationMs float64 `json:"durationMs"`
 }

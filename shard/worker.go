@@ -80,7 +80,7 @@ func (w *Worker) Run(ctx context.Context, b *Bundle, in io.Reader, out io.Writer
 	if w.Secrets == nil {
 		w.Secrets = secrets.New()
 	}
-	r := &workerRun{w: w, b: b, enc: enc, results: w.Results, grants: map[int64]chan struct{}{}}
+	r := &workerRun{w: w, b: b, enc: enc, results: w.Results, grants: map[int64]chan struct{}{}, accepted: make(chan struct{})}
 	r.tokens = newWorkerTokens(w.Secrets, w.Logger, w.TokensDir, func(names []string) {
 		if err := enc.Write(&NeedTokens{Names: names}); err != nil {
 			w.Logger.Warn("asking for fresh tokens failed", "names", names, "err", err)
@@ -98,6 +98,22 @@ func (w *Worker) Run(ctx context.Context, b *Bundle, in io.Reader, out io.Writer
 	hbCtx, stopHB := context.WithCancel(context.Background())
 	defer stopHB()
 	go r.heartbeat(hbCtx)
+	// The readiness check starts servers: only for a worker the
+	// coordinator accepted, which it says with its first tokens message. A
+	// cancel or a closed stdin first means it refused this one.
+	select {
+	case <-r.accepted:
+	case <-ctx.Done():
+	}
+	select {
+	case <-r.accepted:
+	default:
+		stopHB()
+		cleanup := r.tokens.close()
+		err := fmt.Errorf("the coordinator did not accept this worker (%s); no server started", r.cancelled())
+		enc.Write(&Done{Error: err.Error(), CleanupOK: cleanup == nil, Counts: r.counts()})
+		return err
+	}
 	if err := r.ready(ctx); err != nil {
 		stopHB()
 		cleanup := r.tokens.close()
@@ -142,6 +158,21 @@ type workerRun struct {
 	tally    transcript.Counts
 	inFlight atomic.Int64
 	done     atomic.Int64
+	// accepted closes at the coordinator's first tokens message: it
+	// accepted the hello. reason is the last cancel's reason.
+	accepted   chan struct{}
+	acceptOnce sync.Once
+	reason     string
+}
+
+// cancelled says why the run stopped before the coordinator accepted it.
+func (r *workerRun) cancelled() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.reason == "" {
+		return "its channel closed or the run ended"
+	}
+	return "cancel: " + r.reason
 }
 
 // readCoordinator handles granted, tokens and cancel until in ends.
@@ -182,8 +213,12 @@ func (r *workerRun) readCoordinator(in io.Reader, cancel context.CancelFunc) {
 			// Handled before the next message, so a trial granted after
 			// a tokens message finds its values.
 			r.tokens.receive(m)
+			r.acceptOnce.Do(func() { close(r.accepted) })
 		case *Cancel:
 			r.w.Logger.Info("cancel received", "reason", m.Reason)
+			r.mu.Lock()
+			r.reason = m.Reason
+			r.mu.Unlock()
 			cancel()
 		}
 	}
@@ -233,6 +268,10 @@ func (r *workerRun) ready(ctx context.Context) error {
 				of = append(of, set.Variant)
 			}
 		}
+	}
+	list, err := resolveServers(list, r.tokens.env())
+	if err != nil {
+		return fmt.Errorf("readiness check failed, no trial ran:\n%w", err)
 	}
 	listed, err := servers.ReadyTools(ctx, list)
 	if err != nil {
@@ -513,13 +552,36 @@ func (r *workerRun) pool(setting int) (*pool, error) {
 	if err != nil {
 		return nil, err
 	}
+	env := r.tokens.env()
+	srvs, err := resolveServers(set.Servers, env)
+	if err != nil {
+		return nil, err
+	}
 	p := &pool{def: def, params: client.OpenParams{
-		Variant: set.Variant, Model: set.Model, Options: set.Options, Servers: set.Servers,
+		Variant: set.Variant, Model: set.Model, Options: set.Options, Servers: srvs,
 		Timeout: set.Timeout, KeyEnv: set.KeyEnv,
-		Env: r.tokens.env(), Environment: r.w.Environment, Logger: r.w.Logger.With("variant", set.Variant), WorkDir: r.w.WorkDir,
+		Env: env, Environment: r.w.Environment, Logger: r.w.Logger.With("variant", set.Variant), WorkDir: r.w.WorkDir,
 	}}
 	r.pools[setting] = p
 	return p, nil
+}
+
+// resolveServers returns list with the ${secret:NAME} references of each
+// server's env and headers replaced by the values the coordinator sent
+// (values), in memory: the bundle keeps the references.
+func resolveServers(list []servers.Server, values map[string]string) ([]servers.Server, error) {
+	out := make([]servers.Server, len(list))
+	for i, s := range list {
+		r, err := s.Resolve(func(name string) (string, bool) {
+			v, ok := values[name]
+			return v, ok
+		})
+		if err != nil {
+			return nil, err
+		}
+		out[i] = r
+	}
+	return out, nil
 }
 
 func (r *workerRun) closeSessions() error {

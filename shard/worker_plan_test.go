@@ -324,10 +324,14 @@ func TestWorkerHeartbeat(t *testing.T) {
 					toTest.Close()
 					ran <- err
 				}()
-				// Room comes after three and a half intervals.
+				// The coordinator accepts the hello at once; room comes
+				// after three and a half intervals.
+				enc := shard.NewEncoder(fromTest)
+				if err := enc.Write(&shard.Tokens{}); err != nil {
+					t.Fatal(err)
+				}
 				time.Sleep(interval * 7 / 2)
 				synctest.Wait()
-				enc := shard.NewEncoder(fromTest)
 				if err := enc.Write(&shard.Granted{ID: 1}); err != nil {
 					t.Fatal(err)
 				}

@@ -9,10 +9,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -48,10 +46,10 @@ const (
 //	ROOT/RUN-ID/run.prev.json                  a second copy of the run record
 //	ROOT/RUN-ID/run.lock                       held by the run's writer; names it
 //
-// VARIANT and CASE are escaped (url.PathEscape, "." and ".." as %2E), so any
-// id is a safe name and distinct ids stay distinct; one too long for a file
-// name is split into folders (see segments). Runs of older versions may
-// hold grades.json instead of grades.jsonl, and no graders.json.
+// VARIANT and CASE are names made from the ids that any file system takes
+// and that stay distinct where file names are compared ignoring case (see
+// names.go). Runs of older versions may hold grades.json instead of
+// grades.jsonl, no graders.json, and transcripts named the old way.
 type Dir struct {
 	Root string
 }
@@ -292,102 +290,6 @@ func (r *DirRun) ReadGraders(ctx context.Context) ([]json.RawMessage, error) {
 	return specs, nil
 }
 
-// transcriptPath is where the transcript of k lives, relative to the run
-// folder. Case ids and variant names are escaped so that any id makes a
-// safe file name and distinct ids stay distinct.
-func transcriptPath(k transcript.Key) string {
-	return transcriptsDir + "/" + segments(escape(k.Variant), "") + "/" + segments(escape(k.Case), ".t"+strconv.Itoa(k.Trial)+".json")
-}
-
-func escape(s string) string {
-	e := url.PathEscape(s) // escapes "/" and "%", so distinct ids stay distinct
-	if e == "." || e == ".." {
-		e = strings.ReplaceAll(e, ".", "%2E")
-	}
-	return e
-}
-
-// A file or folder name is at most 255 bytes on most file systems. An
-// escaped name longer than that (a case id of 30 CJK characters escapes to
-// 270 bytes) is split into folders of at most chunkLen bytes, each but the
-// last marked by a trailing "%", which an escaped name never ends with.
-// Names that fit keep the layout of older runs.
-const (
-	maxName  = 255
-	chunkLen = 200
-)
-
-// segments returns the escaped name e, followed by suffix, as one file or
-// folder name, or as several slash-separated ones when it is too long.
-func segments(e, suffix string) string {
-	if len(e)+len(suffix) <= maxName {
-		return e + suffix
-	}
-	var b strings.Builder
-	for len(e) > chunkLen {
-		cut := chunkLen
-		if i := strings.LastIndexByte(e[cut-2:cut], '%'); i >= 0 {
-			cut = cut - 2 + i // keep an escape "%XX" in one piece
-		}
-		b.WriteString(e[:cut])
-		b.WriteString("%/")
-		e = e[cut:]
-	}
-	if e == "." || e == ".." { // a last piece must not name the folder itself or its parent
-		e = strings.ReplaceAll(e, ".", "%2E")
-	}
-	b.WriteString(e)
-	b.WriteString(suffix)
-	return b.String()
-}
-
-// keyOf reads a key back from a transcript's path relative to the
-// transcripts folder ("VARIANT/CASE.tN.json", long names split in pieces).
-// A name that is not the one transcriptPath gives its key is someone
-// else's file, not a transcript.
-func keyOf(rel string) (transcript.Key, bool) {
-	parts := strings.Split(filepath.ToSlash(rel), "/")
-	// join takes the pieces of one name off the front of parts.
-	join := func() (string, bool) {
-		var b strings.Builder
-		for len(parts) > 0 {
-			p := parts[0]
-			parts = parts[1:]
-			if s, ok := strings.CutSuffix(p, "%"); ok {
-				b.WriteString(s)
-				continue
-			}
-			b.WriteString(p)
-			return b.String(), true
-		}
-		return "", false
-	}
-	variant, ok1 := join()
-	file, ok2 := join()
-	if !ok1 || !ok2 || len(parts) > 0 || !strings.HasSuffix(file, ".json") {
-		return transcript.Key{}, false
-	}
-	file = strings.TrimSuffix(file, ".json")
-	i := strings.LastIndex(file, ".t")
-	if i < 0 {
-		return transcript.Key{}, false
-	}
-	n, err := strconv.Atoi(file[i+2:])
-	if err != nil || n < 1 {
-		return transcript.Key{}, false
-	}
-	v, err1 := url.PathUnescape(variant)
-	c, err2 := url.PathUnescape(file[:i])
-	if err1 != nil || err2 != nil {
-		return transcript.Key{}, false
-	}
-	k := transcript.Key{Case: c, Variant: v, Trial: n}
-	if transcriptPath(k) != transcriptsDir+"/"+filepath.ToSlash(rel) {
-		return transcript.Key{}, false
-	}
-	return k, true
-}
-
 func (r *DirRun) encodeTranscript(t *transcript.Transcript) ([]byte, error) {
 	b, err := json.Marshal(t)
 	if err != nil {
@@ -400,7 +302,7 @@ func (r *DirRun) encodeTranscript(t *transcript.Transcript) ([]byte, error) {
 // there is one: the file is linked into place, which fails when the name is
 // taken, so two writers of one trial cannot both win.
 func (r *DirRun) WriteTranscript(ctx context.Context, t *transcript.Transcript) (string, error) {
-	rel := transcriptPath(t.Key)
+	rel := r.locate(t.Key)
 	b, err := r.encodeTranscript(t)
 	if err != nil {
 		return "", err
@@ -471,7 +373,7 @@ func looksWhole(path string) bool {
 
 // ReplaceTranscript writes the transcript's file, replacing any.
 func (r *DirRun) ReplaceTranscript(ctx context.Context, t *transcript.Transcript) (string, error) {
-	rel := transcriptPath(t.Key)
+	rel := r.locate(t.Key)
 	b, err := r.encodeTranscript(t)
 	if err != nil {
 		return "", err
@@ -481,16 +383,31 @@ func (r *DirRun) ReplaceTranscript(ctx context.Context, t *transcript.Transcript
 
 // ReadTranscript reads the transcript of key.
 func (r *DirRun) ReadTranscript(ctx context.Context, key transcript.Key) (*transcript.Transcript, error) {
-	t, err := readTranscriptFile(r.path(transcriptPath(key)))
+	t, err := readTranscriptFile(r.path(r.locate(key)))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("transcript of %s: %w", key, ErrNotFound)
 	}
 	return t, err
 }
 
+// locate is where the transcript of k is: in the current layout, or where
+// an older version put it when there is one there. That one must hold k's
+// transcript, not one whose name folds to the same where case is ignored.
+func (r *DirRun) locate(k transcript.Key) string {
+	rel, old := transcriptPath(k), legacyPath(k)
+	if old == rel {
+		return rel
+	}
+	if fk, err := readKey(r.path(old)); err == nil && fk == k {
+		return old
+	}
+	return rel
+}
+
 // walk calls fn with the key and path of every transcript file.
 func (r *DirRun) walk(ctx context.Context, fn func(k transcript.Key, path string) error) error {
 	root := r.path(transcriptsDir)
+	seen := map[transcript.Key]bool{}
 	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) && path == root {
@@ -508,18 +425,31 @@ func (r *DirRun) walk(ctx context.Context, fn func(k transcript.Key, path string
 		if err != nil {
 			return err
 		}
-		k, ok := keyOf(rel)
-		if !ok {
-			return nil // not a transcript's name: someone else's file
-		}
 		if !looksWhole(path) {
 			return nil // cut short: the trial has no transcript
 		}
+		k, ok, cut := keyOf(rel)
+		if !ok && cut {
+			// A name cut to fit: the file says whose it is. (It may be
+			// an older version's name that looks like one.)
+			at := transcriptsDir + "/" + filepath.ToSlash(rel)
+			if fk, err := readKey(path); err == nil && (at == transcriptPath(fk) || at == legacyPath(fk)) {
+				k, ok = fk, true
+			}
+		}
+		if !ok {
+			k, ok = legacyKeyOf(rel)
+		}
+		if !ok || seen[k] {
+			return nil // not a transcript's name (someone else's file), or a key met already
+		}
+		seen[k] = true
 		return fn(k, path)
 	})
 }
 
-// Keys lists the transcripts' keys from their file names.
+// Keys lists the transcripts' keys from their file names, reading the key
+// from the file only where its name was cut to fit.
 func (r *DirRun) Keys(ctx context.Context) ([]transcript.Key, error) {
 	var keys []transcript.Key
 	err := r.walk(ctx, func(k transcript.Key, _ string) error {

@@ -7,7 +7,9 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -122,17 +124,19 @@ func TestDirLayout(t *testing.T) {
 		want string
 	}{
 		{key("c1", "terse", 1), "transcripts/terse/c1.t1.json"},
-		{key("a/b", "v/1", 12), "transcripts/v%2F1/a%2Fb.t12.json"},
-		{key("%", "..", 1), "transcripts/%2E%2E/%25.t1.json"},
-		{key(".", "v", 1), "transcripts/v/%2E.t1.json"},
-		{key("ü b", "v", 1), "transcripts/v/%C3%BC%20b.t1.json"},
-		{key(strings.Repeat("x", 247), "v", 1), "transcripts/v/" + strings.Repeat("x", 247) + ".t1.json"},
-		{key(strings.Repeat("x", 248), "v", 1), "transcripts/v/" + strings.Repeat("x", 200) + "%/" + strings.Repeat("x", 48) + ".t1.json"},
-		{key(strings.Repeat("x", 199)+"/"+strings.Repeat("x", 60), "v", 1), "transcripts/v/" + strings.Repeat("x", 199) + "%/%2F" + strings.Repeat("x", 60) + ".t1.json"},
-		{key(strings.Repeat("x", 198)+"/"+strings.Repeat("x", 60), "v", 1), "transcripts/v/" + strings.Repeat("x", 198) + "%/%2F" + strings.Repeat("x", 60) + ".t1.json"},
-		{key(strings.Repeat("ü", 50), "v", 1), "transcripts/v/" + strings.Repeat("%C3%BC", 33) + "%/" + strings.Repeat("%C3%BC", 17) + ".t1.json"},
-		{key("c", strings.Repeat("v", 256), 1), "transcripts/" + strings.Repeat("v", 200) + "%/" + strings.Repeat("v", 56) + "/c.t1.json"},
-		{key("c", strings.Repeat("v", 400)+".", 1), "transcripts/" + strings.Repeat("v", 200) + "%/" + strings.Repeat("v", 200) + "%/%2E/c.t1.json"},
+		{key("q1.b-c_d", "v.2", 3), "transcripts/v.2/q1.b-c_d.t3.json"},
+		{key("a/b", "v/1", 12), "transcripts/v%2F1~cbc66753b9c4/a%2Fb~c14cddc033f6.t12.json"},
+		{key("%", "..", 1), "transcripts/%2E.~5ec1f7e700f3/%25~bbf3f11cb5b4.t1.json"},
+		{key(".", "v", 1), "transcripts/v/%2E~cdb4ee2aea69.t1.json"},
+		{key("ü b", "v", 1), "transcripts/v/%C3%BC%20b~00044a1985b0.t1.json"},
+		{key("Q1", "v", 1), "transcripts/v/Q1~32d833f348ce.t1.json"},
+		{key("CON", "con", 1), "transcripts/con~1143da2bc54c/CON~a3dbc4b644a9.t1.json"},
+		{key("con.x", "v", 1), "transcripts/v/%63on.x~9c23cea337f6.t1.json"},
+		{key(`C:\x`, "v", 1), "transcripts/v/C%3A%5Cx~520186e299d5.t1.json"},
+		{key(strings.Repeat("x", 192), "v", 1), "transcripts/v/" + strings.Repeat("x", 192) + ".t1.json"},
+		{key(strings.Repeat("x", 230), "v", 1), "transcripts/v/" + strings.Repeat("x", 179) + "~17f5e6ed54a8.t1.json"},
+		{key(strings.Repeat("東", 26), "v", 1), "transcripts/v/" + strings.Repeat("%E6%9D%B1", 19) + "~e1e052ed8c7d.t1.json"},
+		{key("c", strings.Repeat("v", 256), 1), "transcripts/" + strings.Repeat("v", 187) + "~fd50c0803252/c.t1.json"},
 	} {
 		rel, err := r.WriteTranscript(ctx, newTranscript(c.k, "a"))
 		if err != nil || rel != c.want {
@@ -145,8 +149,8 @@ func TestDirLayout(t *testing.T) {
 	}
 	for name := range files(t, d.Root) {
 		for _, seg := range strings.Split(strings.TrimSuffix(name, "/"), "/") {
-			if len(seg) > 255 {
-				t.Errorf("%s: a name of %d bytes, more than file systems allow", name, len(seg))
+			if len(seg) > 200 {
+				t.Errorf("%s: a name of %d bytes, more than 200", name, len(seg))
 			}
 		}
 		if strings.Contains(name, ".tmp-") {
@@ -397,5 +401,49 @@ func TestDirOldRun(t *testing.T) {
 	after := files(t, root)
 	if !bytes.Equal(before["oldrun/grades.json"], after["oldrun/grades.json"]) {
 		t.Errorf("appending grades rewrote grades.json")
+	}
+}
+
+// TestDirNamesPortable writes a transcript for every odd id under every
+// odd variant and checks each name it made is one every common file system
+// takes as it is: at most 200 bytes, printable ASCII without the bytes
+// Windows refuses, not "." or "..", not ending in "." or " ", not a device
+// name of Windows, and no two in one folder that differ only in case.
+func TestDirNamesPortable(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	d := store.Dir{Root: t.TempDir()}
+	r := create(t, d, "run")
+	ids := storetest.OddIDs()
+	for _, v := range []string{"terse", "Terse", "TERSE", "CON", "a:b", strings.Repeat("東", 30), strings.Repeat("v", 230)} {
+		for _, c := range ids {
+			if _, err := r.WriteTranscript(ctx, newTranscript(key(c, v, 1), "a")); err != nil {
+				t.Errorf("WriteTranscript(%q) = %v", key(c, v, 1), err)
+			}
+		}
+	}
+	devices := regexp.MustCompile(`(?i)^(con|prn|aux|nul|com[0-9]|lpt[0-9])(\.|$)`)
+	folded := map[string]string{} // folder + lower-case name -> the name
+	for name := range files(t, filepath.Join(r.Location(), "transcripts")) {
+		name = strings.TrimSuffix(name, "/")
+		if name == "." {
+			continue // the transcripts folder itself
+		}
+		dir, base := path.Split(name)
+		switch {
+		case len(base) > 200:
+			t.Errorf("%s: a name of %d bytes, more than 200", name, len(base))
+		case base == "." || base == ".." || strings.HasSuffix(base, ".") || strings.HasSuffix(base, " "):
+			t.Errorf("%q: a name Windows refuses", name)
+		case strings.IndexFunc(base, func(c rune) bool { return c < 0x20 || c >= 0x7f || strings.ContainsRune(`<>:"/\|?*`, c) }) >= 0:
+			t.Errorf("%q: a byte some file system refuses or changes", name)
+		case devices.MatchString(base):
+			t.Errorf("%q: a device name on Windows", name)
+		}
+		f := dir + strings.ToLower(base)
+		if other, ok := folded[f]; ok {
+			t.Errorf("%q and %q: one name where case is ignored", other, name)
+		}
+		folded[f] = name
 	}
 }

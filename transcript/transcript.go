@@ -45,7 +45,11 @@ type Key struct {
 	Trial   int    `json:"trial"`
 }
 
-func (k Key) String() string { return fmt.Sprintf("%s/%s#%d", k.Variant, k.Case, k.Trial) }
+// String is "VARIANT/CASE#TRIAL", with the names made Printable: it is
+// for messages and logs.
+func (k Key) String() string {
+	return fmt.Sprintf("%s/%s#%d", Printable(k.Variant), Printable(k.Case), k.Trial)
+}
 
 // Transcript is the record of one trial.
 type Transcript struct {

@@ -8,8 +8,9 @@
 // HOME with its CLAUDE_CONFIG_DIR and the folder the CLI runs in (trials
 // that run at once do not share the CLI's state files). Every trial is its own process (so trials
 // may run at once), started in its own process group with a minimal
-// environment: PATH, HOME, CLAUDE_CONFIG_DIR, OpenParams.Env (the API key
-// comes from there, never from argv), ANTHROPIC_BASE_URL from baseURL,
+// environment: PATH, HOME, CLAUDE_CONFIG_DIR, ANTHROPIC_API_KEY from
+// OpenParams.Env (never from argv; the run's other secrets are left out),
+// ANTHROPIC_BASE_URL from baseURL,
 // CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1, ENABLE_TOOL_SEARCH=false and
 // CLAUDE_CODE_MAX_RETRIES. The CLI runs under client/cliproc: when the
 // trial's context ends its whole tree gets SIGTERM, then SIGKILL 3 s later,
@@ -208,7 +209,13 @@ type session struct {
 // the servers' tools (for the transcript's server list).
 func (s *session) prepare(ctx context.Context) error {
 	s.mcpConfig = filepath.Join(s.dir, "mcp.json")
-	cfg, err := mcpConfig(s.params.Servers)
+	// The servers get none of the CLI's own variables (see serverCommand).
+	var unset []string
+	for _, kv := range s.env("") {
+		k, _, _ := strings.Cut(kv, "=")
+		unset = append(unset, k)
+	}
+	cfg, err := mcpConfig(s.params.Servers, unset)
 	if err != nil {
 		return err
 	}
@@ -223,8 +230,9 @@ func (s *session) prepare(ctx context.Context) error {
 }
 
 // mcpConfig is the --mcp-config file: every server of the variant, a stdio
-// server started with a minimal environment of its own (see serverCommand).
-func mcpConfig(srvs []servers.Server) ([]byte, error) {
+// server started with a minimal environment of its own, without the
+// variables unset of the CLI's (see serverCommand).
+func mcpConfig(srvs []servers.Server, unset []string) ([]byte, error) {
 	m := map[string]any{}
 	for _, srv := range srvs {
 		if srv.URL != "" {
@@ -235,7 +243,7 @@ func mcpConfig(srvs []servers.Server) ([]byte, error) {
 			m[srv.Name] = e
 			continue
 		}
-		cmd, args, env, err := serverCommand(srv)
+		cmd, args, env, err := serverCommand(srv, unset)
 		if err != nil {
 			return nil, err
 		}
@@ -339,8 +347,10 @@ func baseEnv(home string) []string {
 // env is the environment of one trial's CLI, whose home is home.
 func (s *session) env(home string) []string {
 	env := baseEnv(home)
-	keys := make([]string, 0, len(s.params.Env))
-	for k := range s.params.Env {
+	// The CLI gets its key and none of the run's other secrets.
+	own := cliproc.Only(s.params.Env, "ANTHROPIC_API_KEY")
+	keys := make([]string, 0, len(own))
+	for k := range own {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
@@ -357,7 +367,7 @@ func (s *session) env(home string) []string {
 		if _, ok := fixed[k]; ok || k == "HOME" || k == "PATH" {
 			continue
 		}
-		env = append(env, k+"="+s.params.Env[k])
+		env = append(env, k+"="+own[k])
 	}
 	fk := make([]string, 0, len(fixed))
 	for k := range fixed {
@@ -370,9 +380,11 @@ func (s *session) env(home string) []string {
 	return env
 }
 
-// args is the CLI's command line for one trial. It never carries a key.
-func (s *session) args(prompt string) []string {
-	args := []string{"-p", prompt,
+// args is the CLI's command line for one trial. It never carries a key,
+// nor the prompt: in print mode with no prompt argument the CLI reads it
+// from stdin (cliproc.Command.Stdin), out of other users' sight.
+func (s *session) args() []string {
+	args := []string{"-p",
 		"--output-format", "stream-json", "--verbose",
 		"--mcp-config", s.mcpConfig, "--strict-mcp-config",
 		"--model", s.model,

@@ -146,7 +146,7 @@ func TestMCPConfig(t *testing.T) {
 	b, err := mcpConfig([]servers.Server{
 		{Name: "local", Command: "/bin/srv", Args: []string{"--x"}, Env: map[string]string{"TOKEN": "t"}},
 		{Name: "remote", URL: "http://127.0.0.1:1/mcp", Headers: map[string]string{"Authorization": "Bearer b"}},
-	})
+	}, []string{"ANTHROPIC_API_KEY"})
 	if err != nil {
 		t.Fatal(err)
 	}

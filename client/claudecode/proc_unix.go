@@ -3,36 +3,38 @@
 package claudecode
 
 import (
+	"maps"
 	"os"
-	"sort"
+	"slices"
 
 	"github.com/mst-eval/mst/servers"
 )
 
-// serverCommand is how the CLI starts a stdio server: through env -i with a
-// minimal environment (PATH, HOME, … from MST's own environment), so the
-// CLI's environment, API key included, does not reach the server; and in
-// the server's folder when it declares one. The declaration's env follows
-// the minimal one on env's command line, so the config's env is left empty.
-func serverCommand(srv servers.Server) (string, []string, map[string]string, error) {
-	args := []string{"-i"}
+// serverCommand is how the CLI starts a stdio server: through env -u,
+// which takes out of the server's environment every variable of the CLI's
+// own (unset, API key included) that the server does not declare, and in
+// the server's folder when it declares one. The server's variables (a
+// minimal set from MST's own environment, then the declaration's env,
+// secrets included) go in the config's env, never on a command line, which
+// every user of the machine can read.
+func serverCommand(srv servers.Server, unset []string) (string, []string, map[string]string, error) {
+	env := map[string]string{}
 	for _, k := range serverEnvKeys {
 		if v, ok := os.LookupEnv(k); ok {
-			args = append(args, k+"="+v)
+			env[k] = v
 		}
 	}
-	keys := make([]string, 0, len(srv.Env))
-	for k := range srv.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		args = append(args, k+"="+srv.Env[k])
+	maps.Copy(env, srv.Env)
+	var args []string
+	for _, k := range slices.Sorted(slices.Values(unset)) {
+		if _, kept := env[k]; !kept {
+			args = append(args, "-u", k)
+		}
 	}
 	if srv.Dir != "" {
 		args = append(args, "/bin/sh", "-c", `cd "$0" && exec "$@"`, srv.Dir)
 	}
 	args = append(args, srv.Command)
 	args = append(args, srv.Args...)
-	return "/usr/bin/env", args, nil, nil
+	return "/usr/bin/env", args, env, nil
 }

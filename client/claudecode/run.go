@@ -49,7 +49,7 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 	var lines []line
 	started := time.Now()
 	proc, err := cliproc.Start(ctx, cliproc.Command{
-		Path: s.cli, Args: s.args(t.Prompt), Env: s.env(home), Dir: work,
+		Path: s.cli, Args: s.args(), Stdin: t.Prompt, Env: s.env(home), Dir: work,
 		StderrTail: stderrTail, Started: s.started,
 		Line: func(at time.Time, text []byte) {
 			mu.Lock()

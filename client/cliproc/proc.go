@@ -36,6 +36,11 @@ type Command struct {
 	// Env is the whole environment; Dir the folder it runs in.
 	Env []string
 	Dir string
+	// Stdin is what the program reads on its standard input, then end of
+	// file; "" gives it /dev/null. The prompt goes here rather than in Args
+	// where the program can read it from there: argv is visible to every
+	// user of the machine.
+	Stdin string
 	// Line is called with each non-empty line the program writes to
 	// stdout, trimmed, with its arrival time, one at a time and in order,
 	// from a goroutine of the Process. It may call Stop. Everything it did
@@ -85,6 +90,9 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 	cmd := exec.Command(c.Path, c.Args...)
 	cmd.Dir, cmd.Env = c.Dir, c.Env
 	cmd.Stdin = nil // /dev/null
+	if c.Stdin != "" {
+		cmd.Stdin = strings.NewReader(c.Stdin)
+	}
 	line := c.Line
 	if c.StopWhen != nil {
 		line = func(at time.Time, text []byte) {

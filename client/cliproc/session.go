@@ -122,6 +122,26 @@ func Env(bin string, inherit []string, layers ...map[string]string) []string {
 	return env
 }
 
+// TokensDirEnv is the variable of OpenParams.Env that names the worker's
+// folder of tokens (shard.TokensDirEnv; repeated here, as shard imports
+// the clients).
+const TokensDirEnv = "MST_TOKENS_DIR"
+
+// Only is the part of a variant's values (OpenParams.Env) a CLI gets: the
+// variables named in names (its provider key) and TokensDirEnv, and none of
+// the run's other secrets, which the CLI has no use for and could print or
+// hand on to the servers it starts. Empty names and missing variables are
+// left out.
+func Only(env map[string]string, names ...string) map[string]string {
+	out := map[string]string{}
+	for _, k := range append(names, TokensDirEnv) {
+		if v, ok := env[k]; ok && k != "" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // ServerInfos describes servers for the transcript by name and transport,
 // as a CLI client knows them without connecting.
 func ServerInfos(list []servers.Server) []transcript.ServerInfo {

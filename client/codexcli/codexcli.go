@@ -171,7 +171,7 @@ func open(ctx context.Context, p client.OpenParams, bin string) (*session, error
 	if err != nil {
 		return nil, err
 	}
-	s := &session{params: p, opts: opts, bin: bin, dir: dir, home: filepath.Join(dir, "codex-home")}
+	s := &session{params: p, opts: opts, bin: bin, dir: dir, home: filepath.Join(dir, "codex-home"), keyEnv: keyEnv}
 	if err := os.Mkdir(s.home, 0o700); err != nil {
 		return s, fmt.Errorf("codex-cli: creating CODEX_HOME: %w", err)
 	}

@@ -21,6 +21,7 @@ type session struct {
 	bin     string
 	dir     string // the session folder, HOME of the CLI; removed at Close
 	home    string // CODEX_HOME, inside dir
+	keyEnv  string // the variable of params.Env holding the key
 	version string
 	infos   []transcript.ServerInfo
 	// extraArgs are added before the prompt, and onStart is told the
@@ -32,9 +33,9 @@ type session struct {
 }
 
 // env is the CLI's environment: a minimal one (HOME is the session
-// folder), then the variant's values, then CODEX_HOME.
+// folder), then the variant's key (and no other secret), then CODEX_HOME.
 func (s *session) env() []string {
-	return cliproc.Env(s.bin, platformEnv, map[string]string{"HOME": s.dir}, s.params.Env, map[string]string{"CODEX_HOME": s.home})
+	return cliproc.Env(s.bin, platformEnv, map[string]string{"HOME": s.dir}, cliproc.Only(s.params.Env, s.keyEnv), map[string]string{"CODEX_HOME": s.home})
 }
 
 // Reset has nothing to do: every trial runs a fresh codex exec.
@@ -65,11 +66,13 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 	args := []string{"exec", "--json", "--skip-git-repo-check", "--ephemeral",
 		"--disable", "plugins", "--disable", "remote_plugin", "--disable", "apps", "--disable", "tool_suggest"}
 	args = append(args, s.extraArgs...)
-	args = append(args, "--", t.Prompt)
+	// "-" has codex exec read the prompt from stdin: argv is visible to
+	// every user of the machine.
+	args = append(args, "-")
 	p := newParser(t.Prompt, s.opts.MaxActions)
 	p.maxReconnects = *s.opts.RequestMaxRetries
 	proc, err := cliproc.Start(ctx, cliproc.Command{
-		Path: s.bin, Args: args, Env: s.env(), Dir: cwd,
+		Path: s.bin, Args: args, Stdin: t.Prompt, Env: s.env(), Dir: cwd,
 		StderrTail: 16 << 10, Started: s.onStart,
 		Line:     func(at time.Time, text []byte) { p.line(text, at.UTC()) },
 		StopWhen: func() bool { return p.overLimit || p.unreachable },

@@ -36,7 +36,8 @@ type session struct {
 	closeOnce sync.Once
 }
 
-// env is the CLI's environment: a minimal one, then the variant's values,
+// env is the CLI's environment: a minimal one, then the variant's key (no
+// other secret of the run),
 // then what the client sets. home is the CLI's home (HOME, and USERPROFILE
 // for Windows) and tmp its temporary folder, where it writes its error
 // reports.
@@ -45,7 +46,7 @@ func (s *session) env(home, tmp string) []string {
 	if s.opts.BaseURL != "" {
 		set["GOOGLE_GEMINI_BASE_URL"] = s.opts.BaseURL
 	}
-	return cliproc.Env(s.bin, platformEnv, s.params.Env, set)
+	return cliproc.Env(s.bin, platformEnv, cliproc.Only(s.params.Env, "GEMINI_API_KEY"), set)
 }
 
 // Reset has nothing to do: every trial runs a fresh CLI in a fresh home.
@@ -62,11 +63,12 @@ func (s *session) Close() error {
 	return err
 }
 
-// args is the CLI's command line for one trial. It never carries a key.
-func (s *session) args(prompt string) []string {
+// args is the CLI's command line for one trial. It never carries a key,
+// nor the prompt: with stdin not a terminal and no -p, the CLI reads the
+// prompt from stdin (cliproc.Command.Stdin) and runs without a person.
+func (s *session) args() []string {
 	args := []string{"--output-format", "stream-json", "-m", s.model, "--yolo"}
-	args = append(args, s.extraArgs...)
-	return append(args, "-p", prompt)
+	return append(args, s.extraArgs...)
 }
 
 // Run runs one trial: gemini -p in a fresh home and folder of its own, read
@@ -97,7 +99,7 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 	poke := make(chan struct{}, 1)
 	p := newParser(t.Prompt, s.opts.MaxActions, s.namer)
 	proc, err := cliproc.Start(ctx, cliproc.Command{
-		Path: s.bin, Args: s.args(t.Prompt), Dir: work,
+		Path: s.bin, Args: s.args(), Stdin: t.Prompt, Dir: work,
 		Env:        append(s.env(home, tmp), "GEMINI_DEBUG_LOG_FILE="+debugLog),
 		StderrTail: 16 << 10, Stderr: &hintWriter{hint: []byte(mcpHint), poke: poke},
 		Started:  s.onStart,

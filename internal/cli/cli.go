@@ -121,7 +121,7 @@ func Main(ctx context.Context, args []string, stdio Stdio) int {
 // command or flag, a wrong number of arguments) exit with ExitUsage: the
 // code is set where cobra makes the error.
 func usageErrors(c *cobra.Command) {
-	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withCode(ExitUsage, err) })
+	c.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return withCode(ExitUsage, renamedFlag(cmd, err)) })
 	if c.HasSubCommands() {
 		// A group command runs only to refuse what is not one of its
 		// commands, or to show its help.
@@ -141,6 +141,25 @@ func usageErrors(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		usageErrors(sub)
 	}
+}
+
+// renamedFlags are flags an earlier MST took, with their replacement.
+var renamedFlags = map[string]string{
+	"env":        "runner",
+	"env-option": "runner-option",
+}
+
+// renamedFlag words the error of an unknown flag that an earlier MST took,
+// naming its replacement when cmd has it.
+func renamedFlag(cmd *cobra.Command, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
+	if !ok {
+		return err
+	}
+	if now, old := renamedFlags[name]; old && cmd.Flags().Lookup(now) != nil {
+		return fmt.Errorf("--%s was renamed: use --%s (see %s --help)", name, now, cmd.CommandPath())
+	}
+	return err
 }
 
 func newRoot(stdio Stdio) *cobra.Command {

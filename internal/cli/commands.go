@@ -17,8 +17,10 @@ func newValidateCmd(stdio Stdio) *cobra.Command {
 		Use:   "validate EVAL",
 		Short: "Check an eval config and its datasets without running anything",
 		Long: `Check an eval config against its schema and rules, and load its datasets,
-without starting any client or server. Every problem is listed, each with the
-file, the path in it and what to do.`,
+without starting any client or server. The files a stdio server needs on this
+machine are checked too: its cwd folder and a command given as a path
+(./server). Every problem is listed, each with the file, the path in it and
+what to do.`,
 		Example: `  mst validate examples/quickstart/eval.yaml`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -28,6 +30,13 @@ file, the path in it and what to do.`,
 			}
 			// The same plan mst run makes, for this machine; no key is read.
 			plan, err := run.NewPlan(cmd.Context(), planRequest(args[0], local, nil, nil))
+			if err == nil {
+				// What a run on this machine would find missing only when it
+				// starts a server.
+				if errs := eval.CheckFiles(plan.Config); len(errs) > 0 {
+					err = withCode(ExitUsage, errs)
+				}
+			}
 			if asJSON {
 				res := map[string]any{"file": args[0], "valid": err == nil}
 				if err != nil {

@@ -211,11 +211,30 @@ var oddIDs = []string{
 	strings.Repeat("x", 250), strings.Repeat("y", 300) + "/" + strings.Repeat("z", 10),
 	strings.Repeat("ü", 120), strings.Repeat("東京", 60), strings.Repeat("%", 100),
 	strings.Repeat("/", 200), strings.Repeat(".", 201), strings.Repeat("a", 199) + "/b",
+	// Ids that differ only in case, which macOS and Windows file systems
+	// take for one name.
+	"Case", "case", "CASE", "cASE", "Q1", "q1",
+	// Names Windows keeps or refuses, and path-like ids.
+	"con", "nul.txt", "Aux", "com1", "LPT9.log", `C:\x`, "c:", "../x", "x/..", "./x", "a.", "a ",
+	// Control characters, one a terminal escape. (Not bytes that are not
+	// UTF-8: a transcript is JSON, which cannot hold them; datasets refuse
+	// such ids.)
+	"\x1b[2J\x1b[H", "nul\x00byte", "\x7f",
+	// Long ids: over the limit, cut to one same prefix and told apart
+	// only by what was cut.
+	strings.Repeat("x", 230), strings.Repeat("東", 26), strings.Repeat("東", 500),
+	strings.Repeat("p", 300) + "1", strings.Repeat("p", 300) + "2", strings.Repeat("P", 300) + "1",
+	strings.Repeat("p", 300) + "~0123456789ab", "a~0123456789ab", "A~0123456789AB",
 }
+
+// OddIDs are case ids and variant names a store must keep apart and give
+// back as they were: separators, escapes, control characters, invalid
+// UTF-8, names file systems refuse or fold together, and long names.
+func OddIDs() []string { return slices.Clone(oddIDs) }
 
 // oddVariants are variant names, a smaller set: every case is stored
 // under every variant.
-var oddVariants = []string{"terse", "v/1", "..", "%2F", "ünï", strings.Repeat("v", 260), strings.Repeat("ß", 140) + "."}
+var oddVariants = []string{"terse", "Terse", "v/1", "..", "%2F", "ünï", "CON", strings.Repeat("v", 260), strings.Repeat("ß", 140) + "."}
 
 func testEscapedKeys(t *testing.T, s store.Store) {
 	ctx := t.Context()

@@ -1,0 +1,80 @@
+//go:build linux
+
+package codexcli
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mst-eval/mst/client"
+	"github.com/mst-eval/mst/internal/peertest"
+	"github.com/mst-eval/mst/provider/providertest"
+)
+
+// TestCLIGetsOnlyItsKeyAndNoPromptInArgv runs the real CLI with a run
+// secret it has no use for, and reads the CLI's /proc cmdline and environ
+// while it waits on the model (the first request, passed through a proxy
+// to the fake provider): the prompt is not in argv, the key is in the
+// environment and the other secret is not; the prompt reached the model.
+func TestCLIGetsOnlyItsKeyAndNoPromptInArgv(t *testing.T) {
+	t.Parallel()
+	const prompt, other = "canary-prompt-7f3a please answer", "canary-other-secret-51c9"
+	fake := providertest.New(t, providertest.Script{Conversations: []providertest.Conversation{{Turns: []providertest.Turn{{Text: "done"}}}}})
+	target, _ := url.Parse(fake.URL)
+	pids := make(chan int, 1)
+	var once sync.Once
+	var cmdline, environ []byte
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	ps := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() {
+			pid := strconv.Itoa(<-pids)
+			cmdline, _ = os.ReadFile("/proc/" + pid + "/cmdline")
+			environ, _ = os.ReadFile("/proc/" + pid + "/environ")
+		})
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ps.Close)
+	raw, _ := json.Marshal(map[string]any{"requestMaxRetries": 0, "streamMaxRetries": 0, "baseURL": ps.URL + "/v1", "command": peertest.Codex(t)})
+	cs, err := Open(t.Context(), client.OpenParams{
+		Variant: "v", Model: "openai/gpt-test-1", Options: raw,
+		Env:    map[string]string{"OPENAI_API_KEY": testKey, "OTHER_SECRET": other},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), WorkDir: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatalf("Open = %v", err)
+	}
+	s := cs.(*session)
+	t.Cleanup(func() { s.Close() })
+	s.onStart = func(pid int) { pids <- pid }
+	res := run(t, t.Context(), s, prompt)
+	if res.Answer != "done" {
+		t.Errorf("answer %q, want done", res.Answer)
+	}
+	if len(cmdline) == 0 || len(environ) == 0 {
+		t.Fatalf("the CLI's /proc files were not read (cmdline %d bytes, environ %d bytes)", len(cmdline), len(environ))
+	}
+	if bytes.Contains(cmdline, []byte("canary-prompt")) {
+		t.Errorf("the CLI's argv carries the prompt: %q", cmdline)
+	}
+	if !bytes.Contains(environ, []byte("OPENAI_API_KEY="+testKey)) {
+		t.Errorf("the CLI's environment lacks its key")
+	}
+	if bytes.Contains(environ, []byte(other)) {
+		t.Errorf("the CLI's environment carries a run secret it does not need")
+	}
+	reqs := fake.Requests()
+	if len(reqs) == 0 || !strings.Contains(string(reqs[0].Body), "canary-prompt-7f3a") {
+		t.Errorf("the prompt did not reach the model")
+	}
+}

@@ -1,0 +1,145 @@
+package inputcheck
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// JSONSyntax words a syntax error of encoding/json (its message msg, at
+// byte offset off of data) in MST's terms, saying what to change.
+func JSONSyntax(data []byte, off int64, msg string) string {
+	found := ""
+	if q := strings.Index(msg, "invalid character "); q >= 0 {
+		rest := msg[q+len("invalid character "):]
+		if end := strings.Index(rest[1:], "' "); strings.HasPrefix(rest, "'") && end >= 0 {
+			found = rest[1 : end+1]
+		}
+	}
+	if found == `\'` {
+		found = "'"
+	}
+	// The offset of a syntax error is just past the offending byte.
+	at := int(min(max(off, 1), int64(len(data)))) - 1
+	prev := byte(0)
+	if i := bytes.LastIndexFunc(data[:max(at, 0)], func(r rune) bool { return !strings.ContainsRune(" \t\r\n", r) }); i >= 0 {
+		prev = data[i]
+	}
+	what := "found " + foundWord(found)
+	switch {
+	case strings.Contains(msg, "looking for beginning of object key string"):
+		if prev == ',' && found == "}" {
+			return "a comma before } : JSON allows no comma after the last key; remove it"
+		}
+		return "expected a key in double quotes, " + what
+	case strings.Contains(msg, "looking for beginning of value"):
+		if prev == ',' && found == "]" {
+			return "a comma before ] : JSON allows no comma after the last item; remove it"
+		}
+		if found == "'" {
+			return "expected a value, found a single quote: JSON strings take double quotes"
+		}
+		return "expected a value (a string in double quotes, a number, true, false, null, an object or a list), " + what
+	case strings.Contains(msg, "after object key:value pair"):
+		return "expected , or } after the value, " + what + " (is a comma missing?)"
+	case strings.Contains(msg, "after array element"):
+		return "expected , or ] after the list item, " + what + " (is a comma missing?)"
+	case strings.Contains(msg, "after object key"):
+		return "expected : after the key, " + what
+	case strings.Contains(msg, "in string literal"):
+		return "a control character (such as a tab or a line break) inside a string: write it as an escape such as \\t or \\n"
+	case strings.Contains(msg, "in string escape code"):
+		return `an invalid escape in a string: use \", \\, \/, \b, \f, \n, \r, \t or \uXXXX`
+	case strings.Contains(msg, "in \\u hexadecimal character escape"):
+		return `an invalid \u escape: write four hexadecimal digits, as in \u00e9`
+	case strings.Contains(msg, "in numeric literal"), strings.Contains(msg, "after decimal point"), strings.Contains(msg, "in exponent"):
+		return "an invalid number, " + what
+	case strings.Contains(msg, "in literal"):
+		return "an unknown word: a string takes double quotes; the words JSON knows are true, false and null"
+	case strings.Contains(msg, "after top-level value"):
+		return "unexpected text after the end of the JSON value, " + what
+	case strings.Contains(msg, "unexpected end of JSON input"):
+		return "unexpected end of file (a bracket or quote is not closed)"
+	}
+	return "invalid JSON, " + what
+}
+
+func foundWord(c string) string {
+	switch c {
+	case "":
+		return "something else"
+	case `\n`, "\n":
+		return "a line break"
+	case `\t`, "\t":
+		return "a tab"
+	}
+	if strings.HasPrefix(c, `\x`) || strings.HasPrefix(c, `\u`) {
+		return "a control character"
+	}
+	return "'" + c + "'"
+}
+
+// YAMLSyntax words a YAML parser's message msg about the line line (1-based)
+// of data in MST's terms. It recognises a tab in indentation, the most
+// common mistake, and otherwise keeps the parser's words after "invalid
+// YAML:".
+func YAMLSyntax(data []byte, line int, msg string) string {
+	if text, ok := lineOf(data, line); ok {
+		indent := text[:len(text)-len(strings.TrimLeft(text, " \t"))]
+		if strings.Contains(indent, "\t") {
+			return "a tab in the indentation: YAML indents with spaces only; replace the tab with spaces"
+		}
+	}
+	if strings.Contains(msg, "'\t'") || strings.Contains(msg, `'\t'`) {
+		return "a tab where YAML does not allow one: indent and separate with spaces"
+	}
+	if m := dupKeyRE.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("key %s is given twice (first on line %s)", m[1], m[2])
+	}
+	for _, t := range yamlWords {
+		if strings.Contains(msg, t.parser) {
+			return t.mst
+		}
+	}
+	return "invalid YAML: " + msg
+}
+
+var dupKeyRE = regexp.MustCompile(`mapping key (".*") already defined at \[(\d+):\d+\]`)
+
+// yamlWords are the parser's messages for the common mistakes, and MST's.
+var yamlWords = []struct{ parser, mst string }{
+	{"sequence end token ']' not found", "a list opened with [ is not closed with ]"},
+	{"',' or ']' must be specified", "expected , or ] after the list item (is a comma or a ] missing?)"},
+	{"could not find flow mapping end token '}'", "an object opened with { is not closed with }"},
+	{"',' or '}' must be specified", "expected , or } after the value (is a comma or a } missing?)"},
+	{"could not find '[' character corresponding to ']'", "a ] closes no list: remove it or add the [ it closes"},
+	{"could not find '{' character corresponding to '}'", "a } closes no object: remove it or add the { it closes"},
+	{"mapping value is not allowed in this context", "a colon where no key can start: quote text that holds \": \" (\"like: this\"), or check the indentation"},
+	{"could not find alias value", "an alias (*name) that names no anchor (&name) before it"},
+	{"undefined alias", "an alias (*name) that names no anchor (&name) before it"},
+	{"unexpected key name", "a key where none can be: check the indentation of this line and the one before"},
+	{"found an invalid key for this map", "a key where none can be: check the indentation of this line and the one before"},
+	{"non-map value is specified", "a value where a key was expected: check the indentation"},
+	{"could not find value for mapping key", "a key with no value after it"},
+	{"could not find map value", "a key with no value after it"},
+	{"value cannot be placed after document separator", "text after --- on the same line"},
+	{"surrogate", `a \u escape that is half of a UTF-16 pair and stands for no character: the text would not be valid UTF-8`},
+}
+
+func lineOf(data []byte, line int) (string, bool) {
+	if line < 1 {
+		return "", false
+	}
+	for i := 1; i < line; i++ {
+		j := bytes.IndexByte(data, '\n')
+		if j < 0 {
+			return "", false
+		}
+		data = data[j+1:]
+	}
+	if j := bytes.IndexByte(data, '\n'); j >= 0 {
+		data = data[:j]
+	}
+	return string(data), true
+}
