@@ -7,6 +7,11 @@
 //
 //	cases.jsonl:4: case "c4": input is blank
 //
+// A file is read within the bounds of package inputcheck: at most
+// inputcheck.MaxDatasetBytes, UTF-8 text (a byte or an escape that is no
+// character is refused with its line and column, never replaced), nesting
+// and YAML alias expansion bounded. Syntax errors are told in MST's words.
+//
 // An input is kept exactly as the file gives it; it is never trimmed. The
 // formats, chosen by the file's extension:
 //

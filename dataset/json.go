@@ -12,12 +12,19 @@ import (
 
 // readJSONL reads one case per line; blank lines are skipped.
 func (r *reader) readJSONL(data []byte) {
-	if !r.jsonBounds(data) {
-		return
-	}
 	for i, text := range bytes.Split(data, []byte("\n")) {
 		line := i + 1
 		if len(bytes.TrimSpace(text)) == 0 {
+			continue
+		}
+		// Each line on its own: a string left open on one line must not
+		// hide the brackets of the next.
+		if p := inputcheck.JSONDepth(text); p != nil {
+			r.fail(line, "", fmt.Sprintf("column %d: %s", p.Col, p.Msg))
+			continue
+		}
+		if p := inputcheck.JSONText(text); p != nil {
+			r.fail(line, "", fmt.Sprintf("column %d: %s", p.Col, p.Msg))
 			continue
 		}
 		dec := newDecoder(text)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/mst-eval/mst/internal/inputcheck"
@@ -14,11 +15,12 @@ import (
 
 // readYAML reads a list of cases from a single YAML document.
 func (r *reader) readYAML(data []byte) {
-	if p := inputcheck.YAMLFlowDepth(data); p != nil {
+	tokens := lexer.Tokenize(string(data))
+	if p := inputcheck.YAMLTokens(tokens); p != nil {
 		r.problem(p)
 		return
 	}
-	f, err := parser.ParseBytes(data, 0)
+	f, err := parser.Parse(tokens, 0)
 	if err != nil {
 		r.yamlError(data, err)
 		return

@@ -3,9 +3,11 @@
 // ([Schema], printed by `mst schema` so editors can complete and explain a
 // config).
 //
-// Loading is strict and reports every problem at once. A file is read, parsed
-// into plain JSON values (remembering the line and column of every key), and
-// then checked in four passes:
+// Loading is strict and reports every problem at once. A file is read within
+// the bounds of package inputcheck (its size, UTF-8 text, nesting depth and
+// YAML alias expansion, each refused with its place), parsed into plain JSON
+// values (remembering the line and column of every key; a syntax error is
+// told in MST's words, not the parser's), and then checked in four passes:
 //
 //  1. Old names: keys and clients that an earlier MST version accepted fail
 //     with their replacement ("client \"mst\" was renamed: use api").
@@ -24,4 +26,6 @@
 //
 // A config that passes is decoded into [Config] with defaults filled in and
 // relative paths resolved against the config's folder.
+// [CheckFiles] then checks, on this machine, the folders and programs its
+// stdio servers name.
 package eval

@@ -13,6 +13,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
 
@@ -92,10 +93,11 @@ func (d *document) value(tokens []string) (any, bool) {
 
 // parseYAML reads a YAML file holding a single document.
 func parseYAML(data []byte) (*document, *syntaxError) {
-	if p := inputcheck.YAMLFlowDepth(data); p != nil {
+	tokens := lexer.Tokenize(string(data))
+	if p := inputcheck.YAMLTokens(tokens); p != nil {
 		return nil, fromProblem(p)
 	}
-	f, err := parser.ParseBytes(data, 0)
+	f, err := parser.Parse(tokens, 0)
 	if err != nil {
 		return nil, yamlError(data, err)
 	}

@@ -63,12 +63,14 @@ func (s *session) Close() error {
 	return err
 }
 
-// args is the CLI's command line for one trial. It never carries a key,
-// nor the prompt: with stdin not a terminal and no -p, the CLI reads the
-// prompt from stdin (cliproc.Command.Stdin) and runs without a person.
-func (s *session) args() []string {
+// args is the CLI's command line for one trial. It never carries a key.
+// It does carry the prompt: the CLI can read one from stdin, but gives up
+// on stdin when no data has come 500 ms after it starts reading, which on
+// a loaded machine loses the prompt (docs/secrets.md).
+func (s *session) args(prompt string) []string {
 	args := []string{"--output-format", "stream-json", "-m", s.model, "--yolo"}
-	return append(args, s.extraArgs...)
+	args = append(args, s.extraArgs...)
+	return append(args, "-p", prompt)
 }
 
 // Run runs one trial: gemini -p in a fresh home and folder of its own, read
@@ -99,7 +101,7 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 	poke := make(chan struct{}, 1)
 	p := newParser(t.Prompt, s.opts.MaxActions, s.namer)
 	proc, err := cliproc.Start(ctx, cliproc.Command{
-		Path: s.bin, Args: s.args(), Stdin: t.Prompt, Dir: work,
+		Path: s.bin, Args: s.args(t.Prompt), Dir: work,
 		Env:        append(s.env(home, tmp), "GEMINI_DEBUG_LOG_FILE="+debugLog),
 		StderrTail: 16 << 10, Stderr: &hintWriter{hint: []byte(mcpHint), poke: poke},
 		Started:  s.onStart,

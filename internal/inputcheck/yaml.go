@@ -10,56 +10,27 @@ import (
 	"github.com/goccy/go-yaml/token"
 )
 
-// YAMLFlowDepth checks, before the YAML parser runs, that brackets of flow
-// style ([…] and {…}) do not nest deeper than MaxDepth: the parser's time
-// grows with the square of that depth. It skips comments and quoted
-// scalars the way YAML starts them; block nesting needs indentation, which
-// costs the file its size, and is bounded after parsing by YAMLNodes.
-func YAMLFlowDepth(data []byte) *Problem {
+// YAMLTokens checks the tokens of a YAML file, before the parser builds
+// its tree from them, for brackets of flow style ([…] and {…}) nested
+// deeper than MaxDepth: the parser's time grows with the square of that
+// depth. Block nesting needs indentation, which costs the file its size,
+// and is bounded after parsing by YAMLNodes.
+func YAMLTokens(tokens token.Tokens) *Problem {
 	depth := 0
-	var quote byte
-	prev := byte('\n') // the last byte that was not a space
-	for i := 0; i < len(data); i++ {
-		c := data[i]
-		if quote != 0 {
-			switch {
-			case quote == '"' && c == '\\':
-				i++
-			case c == quote:
-				if quote == '\'' && i+1 < len(data) && data[i+1] == '\'' {
-					i++
-					continue
-				}
-				quote = 0
-				prev = c
-			}
-			continue
-		}
-		switch c {
-		case ' ', '\t', '\r':
-			continue
-		case '#':
-			if i == 0 || data[i-1] == ' ' || data[i-1] == '\t' || data[i-1] == '\n' {
-				for i < len(data) && data[i] != '\n' {
-					i++
-				}
-				prev = '\n'
-				continue
-			}
-		case '"', '\'':
-			if strings.IndexByte("\n[{,:-?", prev) >= 0 {
-				quote = c
-			}
-		case '[', '{':
+	for _, tk := range tokens {
+		switch tk.Type {
+		case token.SequenceStartType, token.MappingStartType:
 			depth++
 			if depth > MaxDepth {
-				line, col := At(data, i)
-				return &Problem{line, col, DepthMessage()}
+				p := &Problem{Msg: DepthMessage()}
+				if tk.Position != nil {
+					p.Line, p.Col = tk.Position.Line, tk.Position.Column
+				}
+				return p
 			}
-		case ']', '}':
+		case token.SequenceEndType, token.MappingEndType:
 			depth = max(depth-1, 0)
 		}
-		prev = c
 	}
 	return nil
 }
