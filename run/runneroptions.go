@@ -176,21 +176,33 @@ func secretIn(s string, known *secrets.Set) string {
 }
 
 // looksRandom reports whether s is a long run of letters and digits mixing
-// cases and digits, as keys and tokens are.
+// cases and digits as keys and tokens do: the kind of character changes
+// often (at least every second one), which camel-case names with a number
+// (TestSSHQuickstart3901495322, a Go test's temporary folder) do not do.
 func looksRandom(s string) bool {
 	if len(s) < 24 {
 		return false
 	}
-	var lower, upper, digit int
-	for _, r := range s {
+	class := func(r rune) int {
 		switch {
 		case r >= 'a' && r <= 'z':
-			lower++
+			return 1
 		case r >= 'A' && r <= 'Z':
-			upper++
+			return 2
 		case r >= '0' && r <= '9':
-			digit++
+			return 3
 		}
+		return 0
 	}
-	return lower > 0 && upper > 0 && digit > 0 && lower+upper+digit >= len(s)*9/10
+	var seen [4]int
+	changes, prev := 0, -1
+	for _, r := range s {
+		c := class(r)
+		seen[c]++
+		if prev >= 0 && c != prev {
+			changes++
+		}
+		prev = c
+	}
+	return seen[1] > 0 && seen[2] > 0 && seen[3] > 0 && seen[1]+seen[2]+seen[3] >= len(s)*9/10 && changes*2 >= len(s)
 }

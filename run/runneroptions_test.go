@@ -106,7 +106,7 @@ func TestRunnerOptionSecretsAnywhere(t *testing.T) {
 			t.Errorf("ParseRunnerOptions(%q) = %v, want a refusal that does not quote the credential", pair, err)
 		}
 	}
-	for _, ok := range []string{"/tmp/shards", "/home/me/.cache/mst-work_2026", "/srv/runs/123e4567-e89b-12d3-a456-426614174000", "/var/lib/mst.d/user@host", "/mnt/data:ro"} {
+	for _, ok := range []string{"/tmp/shards", "/home/me/.cache/mst-work_2026", "/srv/runs/123e4567-e89b-12d3-a456-426614174000", "/var/lib/mst.d/user@host", "/mnt/data:ro", "/tmp/TestSSHQuickstart3901495322/002/client/id_ed25519", "/srv/MyProjectBackupFolder2024Final/x"} {
 		if _, err := run.ParseRunnerOptions(runner.ProcessesDefinition(), []string{"dir=" + ok}, known); err != nil {
 			t.Errorf("ParseRunnerOptions(dir=%s) = %v, want it accepted", ok, err)
 		}

@@ -220,12 +220,13 @@ var workerKeeps = []string{
 }
 
 // workerEnv is the part of env (KEY=value pairs) a worker gets:
-// workerKeeps and the locale (LC_*).
+// workerKeeps, the locale (LC_*) and MST's own variables (MST_*, test
+// hooks among them).
 func workerEnv(env []string) []string {
 	var out []string
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
-		if slices.Contains(workerKeeps, k) || strings.HasPrefix(k, "LC_") {
+		if slices.Contains(workerKeeps, k) || strings.HasPrefix(k, "LC_") || strings.HasPrefix(k, "MST_") {
 			out = append(out, kv)
 		}
 	}

@@ -1,7 +1,11 @@
 package shard
 
 import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mst-eval/mst/transcript"
 )
@@ -113,6 +117,51 @@ type Tokens struct {
 	// A name without an entry does not expire. A worker asks for a fresh
 	// value (NeedTokens) before that time and drops the value at it.
 	Expires map[string]time.Time `json:"expires,omitempty"`
+}
+
+// tokensWire is Tokens as JSON: a value that is not valid UTF-8 (a secret
+// is any bytes) cannot be a JSON string without being changed, so it goes
+// base64-encoded under binary instead of values.
+type tokensWire struct {
+	Values  map[string]string    `json:"values"`
+	Binary  map[string]string    `json:"binary,omitempty"`
+	Expires map[string]time.Time `json:"expires,omitempty"`
+}
+
+// MarshalJSON writes the values that are not valid UTF-8 under binary.
+func (t Tokens) MarshalJSON() ([]byte, error) {
+	w := tokensWire{Values: map[string]string{}, Expires: t.Expires}
+	for k, v := range t.Values {
+		if utf8.ValidString(v) {
+			w.Values[k] = v
+			continue
+		}
+		if w.Binary == nil {
+			w.Binary = map[string]string{}
+		}
+		w.Binary[k] = base64.StdEncoding.EncodeToString([]byte(v))
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads values and binary into Values.
+func (t *Tokens) UnmarshalJSON(b []byte) error {
+	var w tokensWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	t.Values, t.Expires = w.Values, w.Expires
+	if t.Values == nil && len(w.Binary) > 0 {
+		t.Values = map[string]string{}
+	}
+	for k, v := range w.Binary {
+		raw, err := base64.StdEncoding.DecodeString(v)
+		if err != nil {
+			return fmt.Errorf("binary.%s: not base64: %w", k, err)
+		}
+		t.Values[k] = string(raw)
+	}
+	return nil
 }
 
 // Cancel asks the worker to stop: trials in flight end as cancelled and no
