@@ -60,16 +60,18 @@ func StopAll() {
 // GuardWorker prepares a worker process (`mst collect`) to outlive its
 // coordinator only briefly and cleanly: a write to a stdout whose reader
 // has gone fails with an error instead of killing the process on the
-// spot (SIGPIPE), so the worker's usual way out runs; on Linux the worker
-// gets SIGTERM when the process that started it ends (the coordinator of
-// the processes runner, an ssh session); and the function it returns,
-// called as the worker returns, kills every server group still running.
+// spot (SIGPIPE), so the worker's usual way out runs; and the function it
+// returns, called as the worker returns, kills every server group still
+// running. The worker does not ask for a parent-death signal itself: its
+// parent is often only a launcher that exits at once (docker exec's runc,
+// a shell), which would end a healthy worker. A runner that starts the
+// worker as its own child asks for it (proctree.DieWithParent); every other
+// worker ends when its stdin does.
 //
 //	defer servers.GuardWorker()()
 func GuardWorker() (stop func()) {
 	// A signal the program asks for is not ignored, so the servers it
 	// starts get SIGPIPE's default action back when they exec.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-	proctree.SignalOnParentExit(syscall.SIGTERM)
 	return StopAll
 }

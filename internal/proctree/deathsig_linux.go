@@ -3,7 +3,6 @@
 package proctree
 
 import (
-	"os"
 	"os/exec"
 	"syscall"
 )
@@ -18,18 +17,4 @@ func DieWithParent(cmd *exec.Cmd, sig syscall.Signal) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Pdeathsig = sig
-}
-
-// SignalOnParentExit asks for sig when this process's parent ends, and
-// sends it at once when the parent has already ended (this process was
-// adopted before it could ask). Elsewhere it does nothing.
-func SignalOnParentExit(sig syscall.Signal) error {
-	parent := os.Getppid()
-	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(sig), 0); errno != 0 {
-		return errno
-	}
-	if os.Getppid() != parent {
-		return syscall.Kill(os.Getpid(), sig)
-	}
-	return nil
 }

@@ -10,6 +10,3 @@ import (
 // DieWithParent does nothing outside Linux, which alone has a
 // parent-death signal.
 func DieWithParent(cmd *exec.Cmd, sig syscall.Signal) {}
-
-// SignalOnParentExit does nothing outside Linux.
-func SignalOnParentExit(sig syscall.Signal) error { return nil }
