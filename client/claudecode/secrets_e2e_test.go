@@ -7,14 +7,9 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/mst-eval/mst/client"
@@ -34,23 +29,9 @@ func TestCLIGetsOnlyItsKeyAndNoPromptInArgv(t *testing.T) {
 	t.Parallel()
 	const prompt, other, serverSecret = "canary-prompt-7f3a please answer", "canary-other-secret-51c9", "canary-server-secret-e2d4"
 	fake := providertest.New(t, providertest.Script{Conversations: []providertest.Conversation{{Turns: []providertest.Turn{{Text: "done"}}}}})
-	target, _ := url.Parse(fake.URL)
-	pids := make(chan int, 1)
-	var once sync.Once
-	var cmdline, environ []byte
 	var tree []proc
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	ps := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		once.Do(func() {
-			pid := strconv.Itoa(<-pids)
-			cmdline, _ = os.ReadFile("/proc/" + pid + "/cmdline")
-			environ, _ = os.ReadFile("/proc/" + pid + "/environ")
-			tree = procTree(t, pid)
-		})
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(ps.Close)
-	raw, _ := json.Marshal(map[string]any{"baseURL": ps.URL, "command": peertest.ClaudeCode(t)})
+	snoop := providertest.NewProcSnoop(t, fake.URL, func(pid int) { tree = procTree(t, strconv.Itoa(pid)) })
+	raw, _ := json.Marshal(map[string]any{"baseURL": snoop.URL, "command": peertest.ClaudeCode(t)})
 	srv := peertest.Everything(t)
 	srv.Env = map[string]string{"SERVER_TOKEN": serverSecret}
 	cs, err := Open(t.Context(), client.OpenParams{
@@ -63,11 +44,12 @@ func TestCLIGetsOnlyItsKeyAndNoPromptInArgv(t *testing.T) {
 	}
 	s := cs.(*session)
 	t.Cleanup(func() { s.Close() })
-	s.started = func(pid int) { pids <- pid }
+	s.started = func(pid int) { snoop.PID <- pid }
 	res := run(t, s, t.Context(), prompt)
 	if res.Answer != "done" {
 		t.Errorf("answer %q, want done", res.Answer)
 	}
+	cmdline, environ := snoop.Cmdline(), snoop.Environ()
 	if len(cmdline) == 0 || len(environ) == 0 {
 		t.Fatalf("the CLI's /proc files were not read (cmdline %d bytes, environ %d bytes)", len(cmdline), len(environ))
 	}

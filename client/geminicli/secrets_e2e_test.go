@@ -7,14 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
-	"os"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/mst-eval/mst/client"
@@ -30,21 +23,8 @@ func TestCLIGetsOnlyItsKey(t *testing.T) {
 	t.Parallel()
 	const prompt, other = "canary-prompt-7f3a please answer", "canary-other-secret-51c9"
 	fake := providertest.New(t, providertest.Script{Conversations: []providertest.Conversation{{Turns: []providertest.Turn{{Text: "done"}}}}})
-	target, _ := url.Parse(fake.URL)
-	pids := make(chan int, 1)
-	var once sync.Once
-	var cmdline, environ []byte
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	ps := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		once.Do(func() {
-			pid := strconv.Itoa(<-pids)
-			cmdline, _ = os.ReadFile("/proc/" + pid + "/cmdline")
-			environ, _ = os.ReadFile("/proc/" + pid + "/environ")
-		})
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(ps.Close)
-	raw, _ := json.Marshal(map[string]any{"requestMaxAttempts": 1, "baseURL": ps.URL, "command": peertest.Gemini(t)})
+	snoop := providertest.NewProcSnoop(t, fake.URL, nil)
+	raw, _ := json.Marshal(map[string]any{"requestMaxAttempts": 1, "baseURL": snoop.URL, "command": peertest.Gemini(t)})
 	cs, err := Open(t.Context(), client.OpenParams{
 		Variant: "v", Model: "google/gemini-test-1", Options: raw,
 		Env:    map[string]string{"GEMINI_API_KEY": testKey, "OTHER_SECRET": other},
@@ -55,11 +35,12 @@ func TestCLIGetsOnlyItsKey(t *testing.T) {
 	}
 	s := cs.(*session)
 	t.Cleanup(func() { s.Close() })
-	s.onStart = func(pid int) { pids <- pid }
+	s.onStart = func(pid int) { snoop.PID <- pid }
 	res := run(t, t.Context(), s, prompt)
 	if res.Answer != "done" {
 		t.Errorf("answer %q, want done", res.Answer)
 	}
+	cmdline, environ := snoop.Cmdline(), snoop.Environ()
 	if len(cmdline) == 0 || len(environ) == 0 {
 		t.Fatalf("the CLI's /proc files were not read (cmdline %d bytes, environ %d bytes)", len(cmdline), len(environ))
 	}
