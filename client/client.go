@@ -60,6 +60,20 @@ type Definition struct {
 	ProviderKeys bool
 	// Concurrent is true when one Session may run several trials at once.
 	Concurrent bool
+	// ProxiedServers is true when the client reaches the variant's servers
+	// only through Trial.Servers. The worker then puts MST's MCP proxy in
+	// front of every server for every trial (tool variants, the
+	// server-side record of tool calls, dry runs, faults) and sets
+	// OpenParams.Proxied. A variant that renames tools, asks for a dry run
+	// or injects faults needs such a client.
+	ProxiedServers bool
+	// ToolCallLimit returns, from a setting's options, the most calls of
+	// the servers' tools one trial may make, for a client that can only
+	// watch its program and so cannot stop a call before it reaches the
+	// server (a CLI that runs a tool call as it reports it). The worker's
+	// proxy answers calls past the limit with an error result, without
+	// sending or recording them. Nil, or 0, means the proxy enforces none.
+	ToolCallLimit func(options json.RawMessage) int
 	// CaseOverrides lists what a case may change for its own trials
 	// ("model", "clientOptions"). A case that sets anything else for this
 	// client fails when the eval loads. A desktop client that runs a batch
@@ -82,6 +96,14 @@ type Definition struct {
 	// nothing to check. The error says what is missing and the setup
 	// command.
 	Preflight func(options json.RawMessage) error
+
+	// Check checks a setting's model and options beyond what the options
+	// schema can say (a base URL whose path the client would double, a
+	// reasoning effort the model cannot honour), without looking at any
+	// machine. MST calls it when the eval loads, for every runner, once
+	// per variant and once per case that overrides the model or options;
+	// nil means nothing to check. The error names the option and the fix.
+	Check func(model string, options json.RawMessage) error
 
 	// Open starts a session. Either Open or Run must be set.
 	Open func(ctx context.Context, p OpenParams) (Session, error)
@@ -122,6 +144,11 @@ type OpenParams struct {
 	KeyEnv string
 	// Servers are the variant's MCP servers with their tool metadata.
 	Servers []servers.Server
+	// Proxied is true when every trial brings its own servers
+	// (Trial.Servers: MST's proxies). Servers then are the declarations,
+	// without tool metadata or secrets, for their names and order only:
+	// the session must not connect to them.
+	Proxied bool
 	// Env holds the secrets and other environment variables the client may
 	// read (keys); never the whole process environment unless MST chose so.
 	Env map[string]string
@@ -139,6 +166,23 @@ type Trial struct {
 	Prompt string
 	// Metadata is the case's metadata, for clients that use it.
 	Metadata map[string]any
+	// Servers, when not nil, replace OpenParams.Servers for this trial, in
+	// the same order and under the same names: the worker's MCP proxy in
+	// front of each of the variant's servers, as streamable-HTTP servers on
+	// the loopback whose Headers the client must send. They carry no tool
+	// overrides and no secrets (the proxy applies the variant's tool
+	// metadata, holds the servers' secrets and records what each server
+	// saw). A client that reaches servers uses these for the trial.
+	Servers []servers.Server
+}
+
+// TrialServers returns the servers a trial uses: t.Servers when the worker
+// set them, else the session's.
+func (p OpenParams) TrialServers(t Trial) []servers.Server {
+	if t.Servers != nil {
+		return t.Servers
+	}
+	return p.Servers
 }
 
 // Next tells MST what to do after a trial.

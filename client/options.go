@@ -26,6 +26,10 @@ const (
 	// is MST's: the plan lifts it out of the options into
 	// OpenParams.KeyEnv.
 	OptionAPIKeyEnv = "apiKeyEnv"
+	// OptionBuiltinTools names the client's own built-in tools (a CLI's
+	// shell, file and web tools) a trial may use. Unset or empty, every
+	// built-in tool is off: the model sees only the variant's MCP servers.
+	OptionBuiltinTools = "builtinTools"
 )
 
 // ReasoningEfforts returns the values reasoningEffort takes, the same list
@@ -53,6 +57,9 @@ type SharedOptions struct {
 	ReasoningEffort *ReasoningEffort
 	// AppVersion adds appVersion; for clients that drive an installed app.
 	AppVersion bool
+	// BuiltinTools, when set, adds builtinTools: the names of the client's
+	// own tools a variant may turn on, each with what it does.
+	BuiltinTools map[string]string
 }
 
 // MaxActions describes a client's maxActions.
@@ -138,7 +145,7 @@ func OptionsSchema(shared SharedOptions, extra ...Option) json.RawMessage {
 // isShared reports whether name is one of the shared option names.
 func isShared(name string) bool {
 	switch name {
-	case OptionTimeout, OptionMaxActions, OptionReasoningEffort, OptionAppVersion:
+	case OptionTimeout, OptionMaxActions, OptionReasoningEffort, OptionAppVersion, OptionBuiltinTools:
 		return true
 	}
 	return false
@@ -205,8 +212,32 @@ func sharedOptions(shared SharedOptions) []Option {
 			DefaultDescription: "any installed version",
 		})
 	}
+	if len(shared.BuiltinTools) > 0 {
+		names := make([]string, 0, len(shared.BuiltinTools))
+		for n := range shared.BuiltinTools {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		desc := "The client's own tools a trial may use, by name; every other built-in tool is off, so the model sees only the variant's MCP servers. Calls of built-in tools are recorded as tool calls of the server \"" + BuiltinServer + "\". Names:"
+		for _, n := range names {
+			desc += " " + n + " (" + shared.BuiltinTools[n] + ");"
+		}
+		desc = desc[:len(desc)-1] + "."
+		opts = append(opts, Option{
+			Name:               OptionBuiltinTools,
+			Schema:             map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": names}, "uniqueItems": true},
+			Description:        desc,
+			DefaultDescription: "none: every built-in tool is off",
+		})
+	}
 	return opts
 }
+
+// BuiltinServer is the server name under which a transcript records calls
+// of a client's own built-in tools (a CLI's shell or file edits), so that
+// graders on tool calls see them like MCP calls. An eval's servers may not
+// use this name.
+const BuiltinServer = "builtin"
 
 // property returns o as a JSON Schema property. It panics when o lacks a
 // description, or does not state its default exactly one way.

@@ -170,12 +170,25 @@ func (r *reader) csvCase(cols []column, rec []string, line int) {
 func (r *reader) csvError(err error) {
 	var pe *csv.ParseError
 	if errors.As(err, &pe) {
-		msg := fmt.Sprintf("invalid CSV: %v (column %d)", pe.Err, pe.Column)
+		msg := fmt.Sprintf("column %d: %s", pe.Column, csvWords(pe.Err))
 		if pe.StartLine != pe.Line {
-			msg = fmt.Sprintf("invalid CSV: %v (the record that starts here runs to line %d, column %d; is a quote left open?)", pe.Err, pe.Line, pe.Column)
+			msg = fmt.Sprintf("a quote is left open: the row that starts here runs on to line %d, column %d; close the quoted field with \", and write \"\" for a quote inside it", pe.Line, pe.Column)
 		}
 		r.fail(pe.StartLine, "", msg)
 		return
 	}
-	r.fail(0, "", "invalid CSV: "+err.Error())
+	r.fail(0, "", "the CSV cannot be read: check its quotes and separators")
+}
+
+// csvWords says in MST's words what encoding/csv found wrong in a row.
+func csvWords(err error) string {
+	switch {
+	case errors.Is(err, csv.ErrBareQuote):
+		return `a quote inside a field that does not start with one: put the whole field in quotes and write "" for each quote inside it ("say ""hi""")`
+	case errors.Is(err, csv.ErrQuote):
+		return `text after the closing quote of a quoted field: end the field after the quote, or write "" for a quote inside it`
+	case errors.Is(err, csv.ErrFieldCount):
+		return "this row has another number of fields than the header: check the commas, and quote a field that holds one"
+	}
+	return "the CSV cannot be read here: check the quotes and commas of this row"
 }

@@ -252,8 +252,8 @@ func TestLoadErrors(t *testing.T) {
 			"cases.csv:5: the record has 2 cells but the header names 3 columns",
 			`cases.csv:6: case "c1": duplicate id (first at cases.csv:2)`,
 		}},
-		{"CSV broken quote", "cases.csv", "id,input\nc1,\"hi\nc2,there\n", []string{`cases.csv:2: invalid CSV: extraneous or missing " in quoted-field (the record that starts here runs to line 3, column 10; is a quote left open?)`}},
-		{"CSV stray quote", "cases.csv", "id,input\nc1,h\"i\n", []string{`cases.csv:2: invalid CSV: bare " in non-quoted-field (column 5)`}},
+		{"CSV broken quote", "cases.csv", "id,input\nc1,\"hi\nc2,there\n", []string{`cases.csv:2: a quote is left open: the row that starts here runs on to line 3, column 10; close the quoted field with ", and write "" for a quote inside it`}},
+		{"CSV stray quote", "cases.csv", "id,input\nc1,h\"i\n", []string{`cases.csv:2: column 5: a quote inside a field that does not start with one: put the whole field in quotes and write "" for each quote inside it ("say ""hi""")`}},
 		{"CSV header only", "cases.csv", "id,input\n", []string{"cases.csv: holds no cases"}},
 		{"empty CSV", "cases.csv", "", []string{"cases.csv: holds no cases"}},
 

@@ -90,7 +90,7 @@ func (r *reader) yamlError(data []byte, err error) {
 		r.fail(line, "", inputcheck.YAMLSyntax(data, line, ye.GetMessage()))
 		return
 	}
-	r.fail(0, "", "invalid YAML: "+err.Error())
+	r.fail(0, "", inputcheck.YAMLSyntax(data, 0, err.Error()))
 }
 
 // nodeLine is the line where n begins; a block mapping's own token is its

@@ -77,6 +77,26 @@ type ServerConfig struct {
 	// StartupTimeout bounds connecting and listing tools; zero means the
 	// servers package's default.
 	StartupTimeout Duration `json:"startupTimeout,omitempty"`
+	// Writes names the server's tools that change something, for dry runs.
+	Writes []string `json:"writes,omitempty"`
+	// Simulated gives what a dry run answers a tool's calls with.
+	Simulated map[string]SimulatedResult `json:"simulated,omitempty"`
+}
+
+// SimulatedResult is the config form of servers.SimulatedResult.
+type SimulatedResult struct {
+	Text    string `json:"text"`
+	IsError bool   `json:"isError,omitempty"`
+}
+
+// Fault is the config form of servers.Fault.
+type Fault struct {
+	Kind       string   `json:"kind"`
+	Rate       *float64 `json:"rate,omitempty"`
+	Tools      []string `json:"tools,omitempty"`
+	AfterCalls int      `json:"afterCalls,omitempty"`
+	Delay      Duration `json:"delay,omitempty"`
+	Message    string   `json:"message,omitempty"`
 }
 
 // Variant is one way to answer a case.
@@ -95,12 +115,19 @@ type Variant struct {
 	// Tools rewrites tool metadata: server name → tool name → override.
 	// Every server named here is one the variant uses.
 	Tools map[string]map[string]ToolOverride `json:"tools,omitempty"`
+	// DryRun is "off" (or empty), "declared" or "annotated".
+	DryRun string `json:"dryRun,omitempty"`
+	// Faults are the faults injected per server name.
+	Faults map[string][]Fault `json:"faults,omitempty"`
 }
 
 // ToolOverride is the config form of servers.ToolOverride.
 type ToolOverride struct {
-	Description *string `json:"description,omitempty"`
-	Hidden      bool    `json:"hidden,omitempty"`
+	Name        string            `json:"name,omitempty"`
+	Title       *string           `json:"title,omitempty"`
+	Description *string           `json:"description,omitempty"`
+	Parameters  map[string]string `json:"parameters,omitempty"`
+	Hidden      bool              `json:"hidden,omitempty"`
 }
 
 // Limits hold how much runs at once.

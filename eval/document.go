@@ -137,7 +137,7 @@ func yamlError(data []byte, err error) *syntaxError {
 		p := tokenPosition(ye.GetToken())
 		return &syntaxError{position: p, msg: inputcheck.YAMLSyntax(data, p.line, ye.GetMessage())}
 	}
-	return &syntaxError{msg: "invalid YAML: " + err.Error()}
+	return &syntaxError{msg: inputcheck.YAMLSyntax(data, 0, err.Error())}
 }
 
 func fromProblem(p *inputcheck.Problem) *syntaxError {

@@ -87,8 +87,16 @@ func (l *loader) load() *Config {
 
 // loadData checks and decodes the config's content.
 func (l *loader) loadData(data []byte) *Config {
+	// A byte order mark, which some editors put first, is not part of
+	// the text: left in, it would make the first key \ufeffname.
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
 	if p := inputcheck.Text(data, "config"); p != nil {
 		l.fail(position{line: p.Line, col: p.Col}, p.Msg)
+		return nil
+	}
+	if i := bytes.Index(data, []byte("\ufeff")); i >= 0 {
+		line, col := inputcheck.At(data, i)
+		l.fail(position{line: line, col: col}, "a byte order mark (U+FEFF, an invisible character) inside the file: delete it; only the very start of a file may hold one")
 		return nil
 	}
 
@@ -285,11 +293,20 @@ func (l *loader) resolve(p string) string {
 	return filepath.Join(l.dir, p)
 }
 
-// checkServers checks what the schema cannot: one transport per server,
-// keys that belong to the other transport, the URL and the timeout.
+// ReservedServer is the one name a server may not take: the name under
+// which transcripts record a client's own built-in tool calls
+// (client.BuiltinServer, which this package cannot import).
+const ReservedServer = "builtin"
+
+// checkServers checks what the schema cannot: the reserved name, one
+// transport per server, keys that belong to the other transport, the URL
+// and the timeout.
 func (l *loader) checkServers(root map[string]any) {
 	servers, _ := root["servers"].(map[string]any)
 	for _, name := range sortedKeys(servers) {
+		if name == ReservedServer {
+			l.add([]string{"servers", name}, fmt.Sprintf("the server name %q is reserved: transcripts record a client's own built-in tools (clientOptions.builtinTools) as calls of a server of that name; rename this server, e.g. to %s-server, and the variants, tool overrides and limits that name it", name, name))
+		}
 		s, ok := servers[name].(map[string]any)
 		if !ok {
 			continue
@@ -378,6 +395,26 @@ func (l *loader) checkVariants(root map[string]any) {
 				l.add(toolAt, unknown(srv))
 			case !slices.Contains(used, srv):
 				l.add(toolAt, fmt.Sprintf("server %q is not used by this variant (its servers: %s)", srv, strings.Join(used, ", ")))
+			}
+		}
+		faults, _ := v["faults"].(map[string]any)
+		for _, srv := range sortedKeys(faults) {
+			faultAt := append(child(at, "faults"), srv)
+			switch {
+			case servers == nil:
+			case !hasKey(servers, srv):
+				l.add(faultAt, unknown(srv))
+			case !slices.Contains(used, srv):
+				l.add(faultAt, fmt.Sprintf("server %q is not used by this variant (its servers: %s)", srv, strings.Join(used, ", ")))
+			}
+			list, _ := faults[srv].([]any)
+			for i, item := range list {
+				f, _ := item.(map[string]any)
+				if f["kind"] == "latency" {
+					if _, has := f["delay"]; !has {
+						l.add(append(faultAt, strconv.Itoa(i)), "a latency fault needs a delay, such as delay: 500ms")
+					}
+				}
 			}
 		}
 	}

@@ -19,8 +19,9 @@ import (
 // not checked. A server whose cwd is missing gets that one problem: its
 // command is not reported missing for it.
 //
-// It applies to runs on this machine (the local runner); other runners
-// check on their machines when they start a server.
+// It applies where servers start on this machine: mst validate, and the
+// plan of a run on the local or processes runner, call it. Other runners'
+// servers start on their own machines, which check these files there.
 func CheckFiles(cfg *Config) Errors {
 	var errs Errors
 	add := func(name, key, msg string) {

@@ -54,6 +54,10 @@ type Message struct {
 	Text        string       `json:"text,omitempty"`
 	ToolCalls   []ToolCall   `json:"toolCalls,omitempty"`
 	ToolResults []ToolResult `json:"toolResults,omitempty"`
+	// Reasoning, on an assistant message, is the Response.Reasoning of the
+	// turn it records, passed back unchanged: an API that lets the model
+	// reason may need that reasoning to continue after a tool call.
+	Reasoning json.RawMessage `json:"reasoning,omitempty"`
 }
 
 // ToolCall is the model asking for a tool.
@@ -90,6 +94,12 @@ type Response struct {
 	Usage     Usage      `json:"usage"`
 	// StopReason is the provider's own word for why the turn ended.
 	StopReason string `json:"stopReason,omitempty"`
+	// Reasoning is the provider's own record of how the model reasoned in
+	// this turn (Anthropic's thinking blocks, with their signatures), in a
+	// form only that provider reads. The caller puts it, unchanged, in the
+	// assistant Message of this turn; it is empty when there is nothing to
+	// send back.
+	Reasoning json.RawMessage `json:"reasoning,omitempty"`
 }
 
 // Usage counts the tokens of one turn.

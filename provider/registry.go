@@ -2,6 +2,7 @@ package provider
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 )
@@ -27,6 +28,11 @@ type Definition struct {
 	// often need none. At the provider's public address the key is always
 	// required.
 	KeyOptionalWithBaseURL bool
+	// Appends lists the paths the provider's API client adds to a custom
+	// base URL (Options.BaseURL) to reach its endpoints: "/v1/messages"
+	// for anthropic, "/responses" and "/chat/completions" for openai.
+	// CheckBaseURL refuses a base URL that already ends in part of one.
+	Appends []string
 	// New builds a Provider for model, the model's name as the provider's
 	// API knows it: the part of the reference after "Name/"
 	// ("claude-sonnet-4-5"), or "" for a reference without a slash
@@ -44,6 +50,51 @@ func (d *Definition) KeyRequired(baseURL string) bool {
 		return false
 	}
 	return baseURL == "" || !d.KeyOptionalWithBaseURL
+}
+
+// CheckBaseURL checks a base URL given for the provider's models; option
+// names where it was given ("clientOptions.baseURL"), for the error. See
+// the function CheckBaseURL.
+func (d *Definition) CheckBaseURL(option, baseURL string) error {
+	return CheckBaseURL(option, baseURL, "MST's "+d.Name+" provider", d.Appends...)
+}
+
+// CheckBaseURL checks a base URL to which by (who sends the requests: "the
+// Claude Code CLI") appends each of appends ("/v1/messages") for its
+// requests. The URL must be absolute http or https, and its path must not
+// already end in a leading part of an appended path ("/v1", which would
+// give /v1/v1/messages) or a trailing part of one ("/messages", a full
+// endpoint): the error names option, the value's path and the value to
+// write instead. Empty is fine: the default address.
+func CheckBaseURL(option, baseURL, by string, appends ...string) error {
+	if baseURL == "" {
+		return nil
+	}
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%s: %q is not an absolute http or https URL; write the API's address with its scheme and host, such as http://127.0.0.1:8080", option, baseURL)
+	}
+	path := strings.TrimRight(u.Path, "/")
+	for _, a := range appends {
+		segs := strings.Split(strings.Trim(a, "/"), "/")
+		var parts []string
+		for i := len(segs); i >= 1; i-- {
+			parts = append(parts, "/"+strings.Join(segs[:i], "/"))
+			if i < len(segs) {
+				parts = append(parts, "/"+strings.Join(segs[len(segs)-i:], "/"))
+			}
+		}
+		for _, part := range parts {
+			if !strings.HasSuffix(path, part) {
+				continue
+			}
+			fixed := *u
+			fixed.Path, fixed.RawPath = strings.TrimSuffix(path, part), ""
+			return fmt.Errorf("%s: the path of %q ends in %s, but %s appends %s to the base URL itself, so its requests would go to %s%s; drop %s: write %q",
+				option, baseURL, part, by, a, path, a, part, fixed.String())
+		}
+	}
+	return nil
 }
 
 // Registry holds provider definitions by name. The built-in ones are

@@ -24,8 +24,9 @@ import (
 // must run on some OS in this build, and the coordinator checks each
 // machine's OS with CheckMachine; every other check runs the same.
 //
-// With preflight set (the trials run on this machine), each variant's
-// client also checks what it needs here, such as an installed CLI.
+// Each client's Check runs on every setting, whatever the runner. With
+// preflight set (the trials run on this machine), each variant's client
+// also checks what it needs here, such as an installed CLI.
 func Check(cfg *eval.Config, cases []dataset.Case, reg *client.Registry, goos string, preflight bool) error {
 	var errs []error
 	for _, name := range cfg.VariantOrder {
@@ -46,6 +47,11 @@ func Check(cfg *eval.Config, cases []dataset.Case, reg *client.Registry, goos st
 		}
 		if err := checkModel(def, v.Model); err != nil {
 			errs = append(errs, fmt.Errorf("%s: variants.%s.model: %w", cfg.File, name, err))
+		}
+		if def.Check != nil {
+			if err := def.Check(v.Model, v.ClientOptions); err != nil {
+				errs = append(errs, fmt.Errorf("%s: variants.%s: %w", cfg.File, name, err))
+			}
 		}
 		if preflight && def.Preflight != nil {
 			if err := def.Preflight(v.ClientOptions); err != nil {
@@ -89,6 +95,15 @@ func Check(cfg *eval.Config, cases []dataset.Case, reg *client.Registry, goos st
 			}
 			for _, p := range problems {
 				errs = append(errs, fmt.Errorf("%s: clientOptions.%s (client %s, variant %s)", where, p, def.Name, name))
+			}
+			if len(problems) == 0 && err == nil && def.Check != nil {
+				model := v.Model
+				if c.Model != "" {
+					model = c.Model
+				}
+				if err := def.Check(model, merged); err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w (client %s, variant %s)", where, err, def.Name, name))
+				}
 			}
 		}
 	}

@@ -218,6 +218,21 @@ func NewPlan(ctx context.Context, req Request) (*Plan, error) {
 	if err := Check(&checked, p.Cases, req.Clients, req.OS, req.ThisMachine); err != nil {
 		return nil, invalid(err)
 	}
+	// The folders and programs of the servers that run are checked when
+	// they would be on this machine; other runners' servers start on
+	// their machines, which check them there.
+	if req.ThisMachine {
+		used := checked
+		used.Servers = map[string]eval.ServerConfig{}
+		for _, v := range p.Variants {
+			for _, s := range cfg.Variants[v].Servers {
+				used.Servers[s] = cfg.Servers[s]
+			}
+		}
+		if errs := eval.CheckFiles(&used); len(errs) > 0 {
+			return nil, invalid(errs)
+		}
+	}
 	if err := p.resolveSettings(req.Clients); err != nil {
 		return nil, invalid(err)
 	}
@@ -308,14 +323,14 @@ func (p *Plan) resolveSettings(clients *client.Registry) error {
 		var list []servers.Server
 		for _, n := range v.Servers {
 			sc := p.Config.Servers[n]
-			s := servers.Server{Name: n, Command: sc.Command, Args: sc.Args, Env: sc.Env, Dir: sc.Cwd, URL: sc.URL, Headers: sc.Headers, StartupTimeout: time.Duration(sc.StartupTimeout)}
-			if over := v.Tools[n]; len(over) > 0 {
-				s.Tools = map[string]servers.ToolOverride{}
-				for tool, ov := range over {
-					s.Tools[tool] = servers.ToolOverride{Description: ov.Description, Hidden: ov.Hidden}
+			list = append(list, serverOf(n, sc, v))
+		}
+		if !def.ProxiedServers {
+			for _, s := range list {
+				if s.Proxied() {
+					return fmt.Errorf("%s: variants.%s: client %s starts the servers itself, without MST's proxy, so it cannot rename tools, change their titles or parameter descriptions, run dry or inject faults (server %s); use a client that takes them (mst clients), or drop these settings from the variant", p.Config.File, name, v.Client, s.Name)
 				}
 			}
-			list = append(list, s)
 		}
 		set := shard.Setting{Variant: name, Client: v.Client, Model: v.Model, Provider: provider.Of(v.Model), Timeout: clientTimeout(def), Servers: list}
 		own, err := liftOwnOptions(v.ClientOptions)
@@ -608,4 +623,34 @@ func (r *Resumed) remaining(ctx context.Context, planned []transcript.Key, retry
 		r.Replace[k] = true
 	}
 	return nil
+}
+
+// serverOf is server n as variant v uses it: its declaration, the
+// variant's changes to its tools, and the variant's dry-run mode and
+// faults for it.
+func serverOf(n string, sc eval.ServerConfig, v eval.Variant) servers.Server {
+	s := servers.Server{Name: n, Command: sc.Command, Args: sc.Args, Env: sc.Env, Dir: sc.Cwd, URL: sc.URL, Headers: sc.Headers, StartupTimeout: time.Duration(sc.StartupTimeout), Writes: sc.Writes}
+	if over := v.Tools[n]; len(over) > 0 {
+		s.Tools = map[string]servers.ToolOverride{}
+		for tool, ov := range over {
+			s.Tools[tool] = servers.ToolOverride{Name: ov.Name, Title: ov.Title, Description: ov.Description, Parameters: ov.Parameters, Hidden: ov.Hidden}
+		}
+	}
+	if len(sc.Simulated) > 0 {
+		s.Simulated = map[string]servers.SimulatedResult{}
+		for tool, r := range sc.Simulated {
+			s.Simulated[tool] = servers.SimulatedResult{Text: r.Text, IsError: r.IsError}
+		}
+	}
+	if v.DryRun != "" && v.DryRun != servers.DryRunOff {
+		s.DryRun = v.DryRun
+	}
+	for _, f := range v.Faults[n] {
+		rate := 1.0
+		if f.Rate != nil {
+			rate = *f.Rate
+		}
+		s.Faults = append(s.Faults, servers.Fault{Kind: f.Kind, Rate: rate, Tools: f.Tools, AfterCalls: f.AfterCalls, Delay: time.Duration(f.Delay), Message: f.Message})
+	}
+	return s
 }

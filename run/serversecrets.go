@@ -11,7 +11,9 @@ import (
 // (${secret:NAME} in env or headers) that set does not hold, naming the
 // config file, the place and the secret. The references stay references
 // in the settings: the worker resolves them from the values the
-// coordinator sends it.
+// coordinator sends it. A nil set means the values are not known (mst
+// validate without --secrets-file): then only the references' syntax is
+// checked.
 func (p *Plan) checkServerSecrets(set *secrets.Set, secretsFile string) error {
 	var errs []error
 	seen := map[string]bool{}
@@ -26,11 +28,12 @@ func (p *Plan) checkServerSecrets(set *secrets.Set, secretsFile string) error {
 				errs = append(errs, fmt.Errorf("%s: %w", p.Config.File, err))
 				continue
 			}
+			if set == nil {
+				continue
+			}
 			for _, ref := range refs {
-				if set != nil {
-					if _, ok := set.Get(ref.Name); ok {
-						continue
-					}
+				if _, ok := set.Get(ref.Name); ok {
+					continue
 				}
 				how := "no --secrets-file was given: give one that sets it"
 				if secretsFile != "" {

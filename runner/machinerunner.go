@@ -101,13 +101,18 @@ func (r *machineRunner) RunShard(ctx context.Context, s Shard) (rep ShardReport,
 	}()
 	var n atomic.Int64
 	fetch := func(ctx context.Context, p string) ([]byte, error) {
+		// The path comes from the worker: it must stay in its results
+		// (runner/fetch.go).
+		if err := checkFetchPath(p); err != nil {
+			return nil, err
+		}
 		// Each copy gets a file of its own: fetches may run at once.
 		local := filepath.Join(fetched, strconv.FormatInt(n.Add(1), 10))
 		defer os.RemoveAll(local)
 		if err := m.CopyFrom(ctx, path.Join(resultsDir, p), local); err != nil {
 			return nil, err
 		}
-		return os.ReadFile(local)
+		return readFetched(local)
 	}
 	serveErr := s.Serve(ctx, stdoutR, stdinW, fetch)
 	stdinW.Close()

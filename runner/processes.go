@@ -237,8 +237,10 @@ func (f *folder) CopyTo(ctx context.Context, localDir, remoteDir string) error {
 	return copyTree(localDir, remoteDir)
 }
 
+// CopyFrom copies out of the shard's folder only, and never follows a
+// link the worker left there (see copyOut).
 func (f *folder) CopyFrom(ctx context.Context, remotePath, localPath string) error {
-	return copyTree(remotePath, localPath)
+	return copyOut(f.dir, remotePath, localPath)
 }
 
 // copyTree copies a file, or a folder and everything in it.

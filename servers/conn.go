@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -52,6 +53,9 @@ type Conn struct {
 	Tools []Tool
 	// Implementation is the name and version the server reported.
 	Implementation string
+	// Listed is the server's own tool list, as it sent it: every tool,
+	// none of the variant's overrides applied.
+	Listed []*mcp.Tool
 
 	session *mcp.ClientSession
 	stderr  *tailbuf.Buffer
@@ -96,6 +100,7 @@ func Connect(ctx context.Context, s Server) (*Conn, error) {
 		c.Close()
 		return nil, fmt.Errorf("server %s: %w: it lists no tools%s", s.Name, ErrServer, c.printed())
 	}
+	c.Listed = raw
 	tools, err := applyOverrides(s, raw)
 	if err != nil {
 		c.Close()
@@ -149,6 +154,17 @@ func (c *Conn) startError(ctx context.Context, timeout time.Duration, doing stri
 	// runs, a path error is a write to a server that stopped reading
 	// (broken pipe), and what it printed says why.
 	if c.cmd != nil && c.cmd.Process == nil {
+		// A missing cwd fails the start as if the command were missing
+		// (the kernel says ENOENT for both): check the folder first.
+		if s.Dir != "" {
+			if st, serr := os.Stat(s.Dir); serr != nil || !st.IsDir() {
+				why := "it is a file, not a folder"
+				if serr != nil {
+					why = unwrapPathError(serr).Error()
+				}
+				return fmt.Errorf("server %s: %w: cannot start %q in its cwd %s: %s (check servers.%s.cwd: it must be an existing folder on the machine that runs the server)", s.Name, ErrServer, s.Command, s.Dir, why, s.Name)
+			}
+		}
 		var execErr *exec.Error
 		if errors.As(err, &execErr) {
 			return fmt.Errorf("server %s: %w: cannot start %q: %v (check servers.%s.command)", s.Name, ErrServer, s.Command, execErr.Err, s.Name)
@@ -159,6 +175,14 @@ func (c *Conn) startError(ctx context.Context, timeout time.Duration, doing stri
 		}
 	}
 	return fmt.Errorf("server %s: %w: %s: %v%s", s.Name, ErrServer, doing, err, c.printed())
+}
+
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // printed is what the server wrote on stderr, formatted to follow an error.
@@ -190,6 +214,19 @@ func (c *Conn) Call(ctx context.Context, tool string, args json.RawMessage) (Cal
 	if !slices.ContainsFunc(c.Tools, func(t Tool) bool { return t.Name == tool }) {
 		return CallResult{Text: fmt.Sprintf("server %s offers no tool %q", c.Server.Name, tool), IsError: true}, nil
 	}
+	res, err := c.CallRaw(ctx, tool, args)
+	if err != nil {
+		return CallResult{}, err
+	}
+	return CallResult{Text: ResultText(res), IsError: res.IsError}, nil
+}
+
+// CallRaw calls a tool by its server name, whether or not the variant
+// offers it, and returns the server's whole result (every content part,
+// structured content, metadata): what MST's proxy forwards. Errors are as
+// for Call; a JSON-RPC error the server answered with is wrapped, and can
+// be read back with errors.As into a *jsonrpc.Error.
+func (c *Conn) CallRaw(ctx context.Context, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	var arguments any = map[string]any{}
 	if len(bytes.TrimSpace(args)) > 0 && string(bytes.TrimSpace(args)) != "null" {
 		arguments = args
@@ -197,12 +234,28 @@ func (c *Conn) Call(ctx context.Context, tool string, args json.RawMessage) (Cal
 	res, err := c.session.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: arguments})
 	if err != nil {
 		if ctx.Err() != nil {
-			return CallResult{}, ctx.Err()
+			return nil, ctx.Err()
 		}
 		c.awaitExit(err)
-		return CallResult{}, fmt.Errorf("server %s: tool %s: %w: %v%s", c.Server.Name, tool, ErrServer, err, c.printed())
+		return nil, fmt.Errorf("server %s: tool %s: %w: %w%s", c.Server.Name, tool, ErrServer, err, c.printed())
 	}
-	return CallResult{Text: contentText(res), IsError: res.IsError}, nil
+	return res, nil
+}
+
+// ProtocolVersion is the MCP protocol version the server agreed to.
+func (c *Conn) ProtocolVersion() string {
+	if init := c.session.InitializeResult(); init != nil {
+		return init.ProtocolVersion
+	}
+	return ""
+}
+
+// Instructions are the server's instructions from its initialize answer.
+func (c *Conn) Instructions() string {
+	if init := c.session.InitializeResult(); init != nil {
+		return init.Instructions
+	}
+	return ""
 }
 
 // awaitExit waits, for at most 2s, for the session of a stdio server whose
@@ -247,7 +300,10 @@ func (c *Conn) Close() error {
 	return err
 }
 
-func contentText(res *mcp.CallToolResult) string {
+// ResultText is the text of a tool result as transcripts record it: text
+// parts joined by newlines, other parts as JSON, or the structured
+// content when there are no parts.
+func ResultText(res *mcp.CallToolResult) string {
 	var parts []string
 	for _, content := range res.Content {
 		switch v := content.(type) {
@@ -269,10 +325,11 @@ func contentText(res *mcp.CallToolResult) string {
 }
 
 func applyOverrides(s Server, raw []*mcp.Tool) ([]Tool, error) {
-	seen := map[string]bool{}
+	if err := CheckOverrides(s, raw); err != nil {
+		return nil, err
+	}
 	var tools []Tool
 	for _, t := range raw {
-		seen[t.Name] = true
 		o := s.Tools[t.Name]
 		if o.Hidden {
 			continue
@@ -287,25 +344,114 @@ func applyOverrides(s Server, raw []*mcp.Tool) ([]Tool, error) {
 		}
 		tools = append(tools, Tool{Server: s.Name, Name: t.Name, Description: desc, InputSchema: schema})
 	}
+	return tools, nil
+}
+
+// toolNameRE is what the MCP specification allows as a tool name.
+var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+
+// CheckOverrides checks a variant's changes to a server's tools (s.Tools)
+// against the server's own list: each names a tool the server has, and a
+// parameter of its input schema; new names are valid MCP tool names and
+// no two tools are offered under one name; at least one tool stays
+// offered. The error says how to fix the variant.
+func CheckOverrides(s Server, listed []*mcp.Tool) error {
+	byName := map[string]*mcp.Tool{}
+	var have []string
+	for _, t := range listed {
+		byName[t.Name] = t
+		have = append(have, t.Name)
+	}
 	var unknown []string
 	for name := range s.Tools {
-		if !seen[name] {
+		if byName[name] == nil {
 			unknown = append(unknown, name)
 		}
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		var have []string
-		for _, t := range raw {
-			have = append(have, t.Name)
-		}
-		return nil, fmt.Errorf("server %s has no tool %s to override (it has: %s); fix the variant's tools.%s",
+		return fmt.Errorf("server %s has no tool %s to change (it has: %s); fix the variant's tools.%s",
 			s.Name, strings.Join(quoteAll(unknown), ", "), strings.Join(have, ", "), s.Name)
 	}
-	if len(tools) == 0 {
-		return nil, fmt.Errorf("server %s: the variant hides every tool it has", s.Name)
+	offered := map[string]string{} // offered name → server name
+	for _, t := range listed {
+		o := s.Tools[t.Name]
+		if o.Hidden {
+			continue
+		}
+		name := t.Name
+		if o.Name != "" {
+			if !toolNameRE.MatchString(o.Name) {
+				return fmt.Errorf("server %s: tools.%s.name %q is not a valid MCP tool name: use 1 to 128 letters, digits, _, - or .", s.Name, t.Name, o.Name)
+			}
+			name = o.Name
+		}
+		if prev, dup := offered[name]; dup {
+			return fmt.Errorf("server %s: the variant offers both %q and %q as %q; give one of them another name in the variant's tools.%s", s.Name, prev, t.Name, name, s.Name)
+		}
+		offered[name] = t.Name
+		if len(o.Parameters) > 0 {
+			props := map[string]any{}
+			if m, ok := t.InputSchema.(map[string]any); ok {
+				props, _ = m["properties"].(map[string]any)
+			} else if b, err := json.Marshal(t.InputSchema); err == nil {
+				var m struct {
+					Properties map[string]any `json:"properties"`
+				}
+				if json.Unmarshal(b, &m) == nil {
+					props = m.Properties
+				}
+			}
+			var params []string
+			for k := range props {
+				params = append(params, k)
+			}
+			sort.Strings(params)
+			var bad []string
+			for p := range o.Parameters {
+				if _, ok := props[p].(map[string]any); !ok {
+					bad = append(bad, p)
+				}
+			}
+			if len(bad) > 0 {
+				sort.Strings(bad)
+				return fmt.Errorf("server %s: tool %s has no parameter %s to describe (it has: %s); fix the variant's tools.%s.%s.parameters", s.Name, t.Name, strings.Join(quoteAll(bad), ", "), strings.Join(params, ", "), s.Name, t.Name)
+			}
+		}
 	}
-	return tools, nil
+	if len(offered) == 0 {
+		return fmt.Errorf("server %s: the variant hides every tool it has", s.Name)
+	}
+	// The dry-run and fault declarations name tools too.
+	check := func(where string, names []string) error {
+		var bad []string
+		for _, n := range names {
+			if byName[n] == nil {
+				bad = append(bad, n)
+			}
+		}
+		if len(bad) == 0 {
+			return nil
+		}
+		sort.Strings(bad)
+		return fmt.Errorf("%s names %s, which server %s does not have (it has: %s)", where, strings.Join(quoteAll(bad), ", "), s.Name, strings.Join(have, ", "))
+	}
+	if err := check("servers."+s.Name+".writes", s.Writes); err != nil {
+		return err
+	}
+	var simulated []string
+	for n := range s.Simulated {
+		simulated = append(simulated, n)
+	}
+	if err := check("servers."+s.Name+".simulated", simulated); err != nil {
+		return err
+	}
+	for i, f := range s.Faults {
+		if err := check(fmt.Sprintf("the variant's faults.%s.%d.tools", s.Name, i), f.Tools); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func quoteAll(ss []string) []string {

@@ -38,14 +38,96 @@ type Server struct {
 	// Tools rewrites the metadata of the server's tools for a variant,
 	// keyed by the tool's name on the server.
 	Tools map[string]ToolOverride `json:"tools,omitempty"`
+
+	// Writes names the server's tools that change something (the eval
+	// config's writes), for dry runs.
+	Writes []string `json:"writes,omitempty"`
+	// Simulated gives, per tool, the result a dry run answers a call of it
+	// with; a write tool without one gets a generated result.
+	Simulated map[string]SimulatedResult `json:"simulated,omitempty"`
+	// DryRun is the variant's dry-run mode for this server: "" or "off"
+	// (every call reaches the server), "declared" (calls of Writes are
+	// simulated) or "annotated" (also every tool the server does not
+	// annotate read-only).
+	DryRun string `json:"dryRun,omitempty"`
+	// Faults are the variant's injected faults for this server, in order.
+	Faults []Fault `json:"faults,omitempty"`
 }
+
+// The dry-run modes of Server.DryRun.
+const (
+	DryRunOff       = "off"
+	DryRunDeclared  = "declared"
+	DryRunAnnotated = "annotated"
+)
 
 // ToolOverride changes how one tool is offered to the model.
 type ToolOverride struct {
+	// Name offers the tool under another name; calls of it reach the
+	// server under its own, and transcripts record the server's name.
+	Name string `json:"name,omitempty"`
+	// Title replaces the tool's display title when set.
+	Title *string `json:"title,omitempty"`
 	// Description replaces the tool's description when set.
 	Description *string `json:"description,omitempty"`
+	// Parameters replace the descriptions of the tool's input parameters,
+	// keyed by the parameter's name in the input schema.
+	Parameters map[string]string `json:"parameters,omitempty"`
 	// Hidden removes the tool from what the model is offered.
 	Hidden bool `json:"hidden,omitempty"`
+}
+
+// Rewrites reports whether o changes more than a description or
+// visibility: what only MST's proxy can offer.
+func (o ToolOverride) Rewrites() bool {
+	return o.Name != "" || o.Title != nil || len(o.Parameters) > 0
+}
+
+// SimulatedResult is what a dry run answers a call of one tool with.
+type SimulatedResult struct {
+	// Text is the result's text content.
+	Text string `json:"text"`
+	// IsError makes the result a tool error.
+	IsError bool `json:"isError,omitempty"`
+}
+
+// The kinds of Fault.
+const (
+	FaultLatency    = "latency"    // delay the call by Delay, then forward it
+	FaultError      = "error"      // answer with an error result, not forwarded
+	FaultProtocol   = "protocol"   // answer with a JSON-RPC error, not forwarded
+	FaultDisconnect = "disconnect" // the server goes away: this and later calls fail
+)
+
+// Fault is one fault MST's proxy injects into a server's tool calls.
+type Fault struct {
+	// Kind is one of latency, error, protocol, disconnect.
+	Kind string `json:"kind"`
+	// Rate is the share of eligible calls the fault hits, in (0, 1]; the
+	// draw is a function of the trial and the call's number, so a rerun
+	// injects the same faults.
+	Rate float64 `json:"rate"`
+	// Tools limits the fault to these tools (the server's names); empty
+	// means every tool.
+	Tools []string `json:"tools,omitempty"`
+	// AfterCalls makes only calls after the first AfterCalls of the trial
+	// eligible (counted over the server's calls).
+	AfterCalls int `json:"afterCalls,omitempty"`
+	// Delay is the added latency of a latency fault.
+	Delay time.Duration `json:"delay,omitempty"`
+	// Message is the text of an error result or of a protocol error.
+	Message string `json:"message,omitempty"`
+}
+
+// Proxied reports whether s asks for anything only MST's proxy can do:
+// renamed tools, new titles or parameter descriptions, dry runs, faults.
+func (s Server) Proxied() bool {
+	for _, o := range s.Tools {
+		if o.Rewrites() {
+			return true
+		}
+	}
+	return (s.DryRun != "" && s.DryRun != DryRunOff) || len(s.Faults) > 0
 }
 
 // Transport is "stdio" or "http".

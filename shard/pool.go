@@ -18,6 +18,12 @@ import (
 type pool struct {
 	def    *client.Definition
 	params client.OpenParams
+	// proxied are the servers, secrets resolved, that the worker starts
+	// behind its proxies for each trial, when the client takes them
+	// (def.ProxiedServers); nil otherwise.
+	proxied []servers.Server
+	// maxCalls is the client's ToolCallLimit for these options (0: none).
+	maxCalls int
 
 	mu      sync.Mutex
 	idle    []*pooled

@@ -14,6 +14,7 @@ import (
 	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/dataset"
 	"github.com/mst-eval/mst/grade"
+	"github.com/mst-eval/mst/mcpproxy"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/servers"
 	"github.com/mst-eval/mst/store"
@@ -140,6 +141,9 @@ func (w *Worker) Run(ctx context.Context, b *Bundle, in io.Reader, out io.Writer
 	wg.Wait()
 	stopHB()
 	cleanup := errors.Join(r.closeSessions(), r.tokens.close())
+	if r.proxies != nil {
+		r.proxies.Close()
+	}
 	return enc.Write(&Done{Counts: r.counts(), CleanupOK: cleanup == nil})
 }
 
@@ -163,6 +167,18 @@ type workerRun struct {
 	accepted   chan struct{}
 	acceptOnce sync.Once
 	reason     string
+
+	// proxies serves the MCP proxies of trials whose client takes them
+	// (client.Definition.ProxiedServers); started at the first such trial.
+	proxies     *mcpproxy.Host
+	proxiesErr  error
+	proxiesOnce sync.Once
+}
+
+// proxyHost returns the run's proxy host, starting it the first time.
+func (r *workerRun) proxyHost() (*mcpproxy.Host, error) {
+	r.proxiesOnce.Do(func() { r.proxies, r.proxiesErr = mcpproxy.NewHost() })
+	return r.proxies, r.proxiesErr
 }
 
 // cancelled says why the run stopped before the coordinator accepted it.
@@ -409,13 +425,36 @@ func (r *workerRun) runTrial(ctx context.Context, key transcript.Key, setting in
 		t.Outcome = openFailure(ctx, err)
 		return finish()
 	}
+	trial := client.Trial{Key: key, Prompt: c.Input, Metadata: c.Metadata}
+	var proxies *mcpproxy.Set
+	if p.proxied != nil {
+		proxies, err = r.openProxies(ctx, key, p.proxied, p.maxCalls)
+		if err != nil {
+			p.put(ctx, sess, client.Continue, r.w.Logger)
+			t.Outcome = openFailure(ctx, err)
+			if ctx.Err() == nil {
+				t.Outcome.Detail = "starting the servers: " + err.Error()
+			}
+			return finish()
+		}
+		trial.Servers = proxies.Servers()
+		// The servers start before the prompt: setup, as opening is.
+		t.Timing.SetupMs = ms(time.Since(setupStart))
+		start = time.Now()
+		t.Timing.Started = start.UTC()
+	}
 	tctx, cancel := ctx, context.CancelFunc(func() {})
 	if set.Timeout > 0 {
 		tctx, cancel = context.WithTimeout(ctx, set.Timeout)
 	}
-	res, err, abandoned := r.runSession(tctx, sess.session, client.Trial{Key: key, Prompt: c.Input, Metadata: c.Metadata})
+	res, err, abandoned := r.runSession(tctx, sess.session, trial)
 	timedOut := tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 	cancel()
+	if proxies != nil {
+		ev := proxies.Evidence()
+		proxies.Close()
+		defer func() { mcpproxy.Merge(t, ev, !abandoned && err == nil) }()
+	}
 	if abandoned {
 		// The session may still be running the trial: nothing of it is
 		// read, and it is closed (in the background: a client that
@@ -454,6 +493,15 @@ func (r *workerRun) runTrial(ctx context.Context, key transcript.Key, setting in
 		t.Outcome = transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseClient, Detail: "the client returned no outcome"}
 	}
 	return finish()
+}
+
+// openProxies starts the trial's servers behind MST's proxies.
+func (r *workerRun) openProxies(ctx context.Context, key transcript.Key, list []servers.Server, maxCalls int) (*mcpproxy.Set, error) {
+	host, err := r.proxyHost()
+	if err != nil {
+		return nil, err
+	}
+	return host.Open(ctx, list, mcpproxy.Options{Trial: key.String(), MaxCalls: maxCalls})
 }
 
 // runSession runs one trial on a session. When tctx ends and the session
@@ -562,6 +610,19 @@ func (r *workerRun) pool(setting int) (*pool, error) {
 		Timeout: set.Timeout, KeyEnv: set.KeyEnv,
 		Env: env, Environment: r.w.Environment, Logger: r.w.Logger.With("variant", set.Variant), WorkDir: r.w.WorkDir,
 	}}
+	if def.ProxiedServers && len(srvs) > 0 {
+		// The proxy holds the servers (and their secrets); the client
+		// gets their names here and the proxies' endpoints per trial.
+		p.proxied = srvs
+		p.params.Proxied = true
+		if def.ToolCallLimit != nil {
+			p.maxCalls = def.ToolCallLimit(set.Options)
+		}
+		p.params.Servers = make([]servers.Server, len(srvs))
+		for i, s := range set.Servers {
+			p.params.Servers[i] = servers.Server{Name: s.Name, Command: s.Command, Args: s.Args, Dir: s.Dir, URL: s.URL, StartupTimeout: s.StartupTimeout}
+		}
+	}
 	r.pools[setting] = p
 	return p, nil
 }

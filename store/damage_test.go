@@ -1,9 +1,12 @@
 package store_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -99,5 +102,58 @@ func TestDirDamagedRunRecord(t *testing.T) {
 	}
 	if got, err := r.ReadRun(ctx); err != nil || got.Note != "" {
 		t.Errorf("ReadRun after WriteRun = %+v, %v", got, err)
+	}
+}
+
+// TestDirHostileRunRecord: a run.json that is there but is not a record
+// MST can trust (cut short, not UTF-8, nested too deep, of the wrong
+// shape, or larger than the bound) is never taken as the record: ReadRun
+// reads the copy and notes it, and with both copies so, it fails as
+// damaged naming both files.
+func TestDirHostileRunRecord(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	rec := transcript.Run{Kind: "mst.run", Version: transcript.RunVersion, ID: "run", Collect: transcript.CollectComplete, Variants: []string{"v"}, Trials: 2}
+	good, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Valid JSON padded with spaces past the bound: only the size is wrong.
+	oversized := append(append([]byte{}, good...), bytes.Repeat([]byte(" "), 32<<20)...)
+	bad := map[string][]byte{
+		"truncated":   good[:len(good)/2],
+		"non-UTF-8":   bytes.Replace(good, []byte(`"v"`), []byte("\"v\xff\xfe\""), 1),
+		"lone NUL":    bytes.Replace(good, []byte(`"v"`), []byte("\"v\x00\""), 1),
+		"deep":        append(bytes.Repeat([]byte("["), 100000), bytes.Repeat([]byte("]"), 100000)...),
+		"wrong shape": []byte(`{"kind":"mst.run","id":"run","variants":5}`),
+		"not object":  []byte(`[1,2,3]`),
+		"oversized":   oversized,
+	}
+	for name, data := range bad {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := create(t, store.Dir{Root: t.TempDir()}, "run")
+			if err := r.WriteRun(ctx, rec); err != nil {
+				t.Fatal(err)
+			}
+			main := filepath.Join(r.Location(), "run.json")
+			if err := os.WriteFile(main, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, err := r.ReadRun(ctx)
+			if err != nil || got.ID != "run" || got.Trials != 2 || !slices.Equal(got.Variants, []string{"v"}) || !strings.Contains(got.Note, "damaged") {
+				t.Errorf("ReadRun = %+v, %v; want the record from run.prev.json, with a note", got, err)
+			}
+			if err := os.WriteFile(filepath.Join(r.Location(), "run.prev.json"), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err = r.ReadRun(ctx)
+			if !errors.Is(err, store.ErrDamaged) || !strings.Contains(err.Error(), "run.json") || !strings.Contains(err.Error(), "run.prev.json") {
+				t.Errorf("ReadRun with both copies so = %v, want ErrDamaged naming both", err)
+			}
+			if err != nil && strings.Contains(err.Error(), "invalid character") {
+				t.Errorf("ReadRun error quotes the JSON decoder: %v", err)
+			}
+		})
 	}
 }

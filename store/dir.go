@@ -17,6 +17,7 @@ import (
 	"github.com/mst-eval/mst/dataset"
 	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/internal/atomicfile"
+	"github.com/mst-eval/mst/internal/inputcheck"
 	"github.com/mst-eval/mst/internal/runlock"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/transcript"
@@ -188,12 +189,10 @@ func (r *DirRun) WriteRun(ctx context.Context, rec transcript.Run) error {
 // ReadRun reads run.json, or run.prev.json when run.json is damaged, and
 // shows a run that says running with no live owner as interrupted.
 func (r *DirRun) ReadRun(ctx context.Context) (transcript.Run, error) {
-	var rec transcript.Run
-	err := r.readJSON(runFile, &rec)
-	var syntax *json.SyntaxError
-	if err != nil && (errors.As(err, &syntax) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, errEmpty)) {
-		var prev transcript.Run
-		if perr := r.readJSON(prevRunFile, &prev); perr != nil {
+	rec, err := r.readRunFile(runFile)
+	if errors.Is(err, errUnreadable) {
+		prev, perr := r.readRunFile(prevRunFile)
+		if perr != nil {
 			return rec, fmt.Errorf("%w: %v; its copy %s cannot be read either (%v), so the run's record is lost: its transcripts under %s are kept, but it cannot be reported or resumed; start a new run", ErrDamaged, err, r.path(prevRunFile), perr, r.path(transcriptsDir))
 		}
 		rec = prev
@@ -224,6 +223,49 @@ func (r *DirRun) ReadRun(ctx context.Context) (transcript.Run, error) {
 
 // errEmpty is the error of an empty JSON file.
 var errEmpty = errors.New("the file is empty")
+
+// maxRunBytes bounds a run record: the largest run.json MST reads. A real
+// one holds the plan's settings and is far smaller.
+const maxRunBytes = 32 << 20
+
+// errUnreadable marks a run record that is there but cannot be read: cut
+// short, too large, not UTF-8 text, nested too deep, or not a run record.
+var errUnreadable = errors.New("unreadable run record")
+
+// readRunFile reads and decodes one copy of the run record with the
+// checks every reader of stored records makes: a bounded size, UTF-8
+// text (the JSON decoder would replace bad bytes silently), bounded
+// nesting, and transcript.DecodeRun. A copy that fails them wraps
+// errUnreadable, so ReadRun turns to the other copy.
+func (r *DirRun) readRunFile(name string) (transcript.Run, error) {
+	path := r.path(name)
+	unreadable := func(why error) error {
+		return fmt.Errorf("%s: %w (%w)", path, why, errUnreadable)
+	}
+	b, err := inputcheck.ReadFile(path, maxRunBytes)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return transcript.Run{}, fmt.Errorf("%s: %w", path, ErrNotFound)
+	case errors.Is(err, inputcheck.ErrTooLarge):
+		return transcript.Run{}, unreadable(err)
+	case err != nil:
+		return transcript.Run{}, err
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return transcript.Run{}, unreadable(errEmpty)
+	}
+	if p := inputcheck.Text(b, "run record"); p != nil {
+		return transcript.Run{}, unreadable(p)
+	}
+	if p := inputcheck.JSONDepth(b); p != nil {
+		return transcript.Run{}, unreadable(p)
+	}
+	rec, err := transcript.DecodeRun(b)
+	if err != nil {
+		return transcript.Run{}, unreadable(err)
+	}
+	return rec, nil
+}
 
 // WriteConfig writes eval.yaml (or eval.json, after name's extension).
 func (r *DirRun) WriteConfig(ctx context.Context, name string, data []byte) error {

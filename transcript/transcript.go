@@ -64,8 +64,18 @@ type Transcript struct {
 	Servers  []ServerInfo `json:"servers"`
 	Prompt   string       `json:"prompt"`
 	Messages []Message    `json:"messages"`
-	// ToolCalls lists every tool call in the order the client made them.
+	// ToolCalls lists every tool call in the order they were made, under
+	// the servers' own tool names. Where MST's proxy stood in front of a
+	// server, its calls are the proxy's record (Evidence "server"): what
+	// reached the server, whatever the client says; graders read this list.
 	ToolCalls []ToolCall `json:"toolCalls"`
+	// ClientToolCalls is the client's own account of its tool calls, as it
+	// reported them, kept beside the proxy's record; empty when no proxy
+	// stood in front of the servers (then ToolCalls is the client's account).
+	ClientToolCalls []ToolCall `json:"clientToolCalls,omitempty"`
+	// Discrepancies are the places where the client's account and the
+	// proxy's record disagree.
+	Discrepancies []Discrepancy `json:"discrepancies,omitempty"`
 	// Answer is the final answer text, empty unless Outcome.Status is answered.
 	Answer  string  `json:"answer"`
 	Usage   Usage   `json:"usage"`
@@ -96,6 +106,45 @@ type ServerInfo struct {
 	ToolsHash string `json:"toolsHash"`
 	// ServerInfo is the implementation name and version the server reported.
 	Implementation string `json:"implementation,omitempty"`
+	// ProtocolVersion is the MCP version the server agreed to, when MST's
+	// proxy connected to it.
+	ProtocolVersion string `json:"protocolVersion,omitempty"`
+	// ServerToolsHash is the SHA-256 of the server's own tool list (every
+	// tool, as the server sent it, before the variant's changes), when MST's
+	// proxy listed it: two runs with the same hash saw the same server tools.
+	ServerToolsHash string `json:"serverToolsHash,omitempty"`
+	// Offered maps a tool's server name to the name the variant offered it
+	// under, for renamed tools only; Tools keeps the server's names.
+	Offered map[string]string `json:"offered,omitempty"`
+}
+
+// Where a tool call's record comes from (ToolCall.Evidence).
+const (
+	// EvidenceServer: MST's proxy saw the call on its way to the server.
+	EvidenceServer = "server"
+	// EvidenceClient: only the client reports the call (a built-in tool of
+	// the client, or a server with no proxy in front of it).
+	EvidenceClient = "client"
+)
+
+// The kinds of Discrepancy.
+const (
+	// Unconfirmed: the client reports a call that never reached the server.
+	Unconfirmed = "unconfirmed"
+	// Unreported: the server got a call the client does not report.
+	Unreported = "unreported"
+)
+
+// Discrepancy is one disagreement between a client's account of its tool
+// calls and the proxy's record.
+type Discrepancy struct {
+	Kind   string `json:"kind"`
+	Server string `json:"server"`
+	Tool   string `json:"tool"`
+	// Call is the id of the call in ClientToolCalls (unconfirmed) or in
+	// ToolCalls (unreported).
+	Call   string `json:"call"`
+	Detail string `json:"detail"`
 }
 
 // Message is one turn of the conversation.
@@ -123,6 +172,18 @@ type ToolCall struct {
 	Error      string    `json:"error,omitempty"`
 	Started    time.Time `json:"started"`
 	DurationMs float64   `json:"durationMs"`
+	// OfferedAs is the name the variant offered the tool under, when it
+	// renamed it; Tool is always the server's own name.
+	OfferedAs string `json:"offeredAs,omitempty"`
+	// Simulated is true when a dry run answered the call instead of the
+	// server: it never reached the server.
+	Simulated bool `json:"simulated,omitempty"`
+	// Injected describes the fault MST injected into the call, if any
+	// ("latency 500ms", "error", "protocol", "disconnect").
+	Injected string `json:"injected,omitempty"`
+	// Evidence says where this record comes from: EvidenceServer or
+	// EvidenceClient; empty in transcripts written before MST had a proxy.
+	Evidence string `json:"evidence,omitempty"`
 }
 
 // Usage counts tokens over the whole trial.

@@ -32,7 +32,11 @@ func Definition(providers *provider.Registry) *client.Definition {
 		ProviderKeys:   true,
 		ModelProviders: providers.Buildable(),
 		Concurrent:     true,
+		ProxiedServers: true,
 		CaseOverrides:  []string{"model", "clientOptions"},
+		Check: func(model string, options json.RawMessage) error {
+			return CheckOptions(providers, model, options)
+		},
 		Open: func(ctx context.Context, p client.OpenParams) (client.Session, error) {
 			return open(ctx, providers, p)
 		},
@@ -69,7 +73,12 @@ func open(ctx context.Context, providers *provider.Registry, p client.OpenParams
 	}
 	_, model := provider.Split(p.Model)
 	s := &session{params: p, opts: opts, prov: prov, model: model}
-	if err := s.connect(ctx); err != nil {
+	if p.Proxied {
+		// Every trial brings its servers (MST's proxies).
+		return s, nil
+	}
+	s.base, err = connectTools(ctx, p.Servers)
+	if err != nil {
 		return s, err
 	}
 	return s, nil
@@ -81,77 +90,115 @@ type session struct {
 	prov   provider.Provider
 	model  string // the model's name as its provider knows it
 
-	mu    sync.RWMutex // guards the connection state below; Reset takes it for writing
+	mu   sync.RWMutex // guards base; Reset takes it for writing
+	base *toolset     // the session's servers; nil when trials bring their own
+}
+
+// toolset is a set of connected servers and the tools they offer the
+// model, under names its provider accepts.
+type toolset struct {
 	conns []*servers.Conn
 	tools []provider.Tool
 	refs  map[string]toolRef
 	infos []transcript.ServerInfo
 }
 
-func (s *session) connect(ctx context.Context) error {
+// connectTools connects to every server of list.
+func connectTools(ctx context.Context, list []servers.Server) (*toolset, error) {
 	var conns []*servers.Conn
-	for _, srv := range s.params.Servers {
+	for _, srv := range list {
 		c, err := servers.Connect(ctx, srv)
 		if err != nil {
 			for _, c := range conns {
 				c.Close()
 			}
-			return err
+			return nil, err
 		}
 		conns = append(conns, c)
 	}
 	names, refs := nameTools(conns)
-	var tools []provider.Tool
+	ts := &toolset{conns: conns, refs: refs}
 	i := 0
-	var infos []transcript.ServerInfo
 	for _, c := range conns {
 		info := transcript.ServerInfo{Name: c.Server.Name, Transport: c.Server.Transport(), ToolsHash: servers.ToolsHash(c.Tools), Implementation: c.Implementation}
 		for _, t := range c.Tools {
-			tools = append(tools, provider.Tool{Name: names[i], Description: t.Description, InputSchema: t.InputSchema})
+			ts.tools = append(ts.tools, provider.Tool{Name: names[i], Description: t.Description, InputSchema: t.InputSchema})
 			info.Tools = append(info.Tools, t.Name)
 			i++
 		}
-		infos = append(infos, info)
+		ts.infos = append(ts.infos, info)
 	}
-	s.conns, s.tools, s.refs, s.infos = conns, tools, refs, infos
-	return nil
+	return ts, nil
 }
 
-// Reset reconnects every server.
+func (ts *toolset) close() error {
+	if ts == nil {
+		return nil
+	}
+	var errs []error
+	for _, c := range ts.conns {
+		errs = append(errs, c.Close())
+	}
+	ts.conns = nil
+	return errors.Join(errs...)
+}
+
+// Reset reconnects every server of the session; trials that bring their
+// own servers need nothing.
 func (s *session) Reset(ctx context.Context) error {
+	if s.params.Proxied {
+		return nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, c := range s.conns {
-		c.Close()
-	}
-	s.conns = nil
-	return s.connect(ctx)
+	s.base.close()
+	s.base = nil
+	var err error
+	s.base, err = connectTools(ctx, s.params.Servers)
+	return err
 }
 
 func (s *session) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var errs []error
-	for _, c := range s.conns {
-		errs = append(errs, c.Close())
+	err := s.base.close()
+	s.base = nil
+	return err
+}
+
+// toolsFor connects the servers a trial brings (MST's proxies); for a
+// trial that brings none it returns nil, and Run uses the session's.
+func (s *session) toolsFor(ctx context.Context, t client.Trial) (*toolset, error) {
+	if t.Servers == nil {
+		if s.params.Proxied {
+			return nil, errors.New("api: the trial brings no servers, and the session has none of its own (OpenParams.Proxied)")
+		}
+		return nil, nil
 	}
-	s.conns = nil
-	return errors.Join(errs...)
+	return connectTools(ctx, t.Servers)
 }
 
 // Run runs one trial: ask the model, call the tools it asks for, give it the
 // results, until it answers without calling a tool.
 func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.conns == nil {
-		return client.Result{}, errors.New("the session has no server connections (a reset failed)")
+	ts, err := s.toolsFor(ctx, t)
+	if err != nil {
+		return client.Result{}, err
 	}
-	res := client.Result{Servers: s.infos, ClientVersion: runtime.Version()}
+	if t.Servers != nil {
+		defer ts.close()
+	} else {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		if ts = s.base; ts == nil || ts.conns == nil {
+			return client.Result{}, errors.New("the session has no server connections (a reset failed)")
+		}
+	}
+	res := client.Result{Servers: ts.infos, ClientVersion: runtime.Version()}
 	req := provider.Request{
 		Model:           s.model,
 		System:          s.opts.System,
-		Tools:           s.tools,
+		Tools:           ts.tools,
 		MaxTokens:       s.opts.MaxTokens,
 		ReasoningEffort: s.opts.ReasoningEffort,
 		Messages:        []provider.Message{{Role: provider.User, Text: t.Prompt}},
@@ -175,7 +222,7 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 			msg.ToolCalls = append(msg.ToolCalls, call.ID)
 		}
 		res.Messages = append(res.Messages, msg)
-		req.Messages = append(req.Messages, provider.Message{Role: provider.Assistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
+		req.Messages = append(req.Messages, provider.Message{Role: provider.Assistant, Text: resp.Text, ToolCalls: resp.ToolCalls, Reasoning: resp.Reasoning})
 		if len(resp.ToolCalls) == 0 {
 			res.Answer = resp.Text
 			if strings.TrimSpace(resp.Text) == "" {
@@ -192,7 +239,7 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 				return res, nil
 			}
 			actions++
-			tc, result, err := s.call(ctx, call)
+			tc, result, err := ts.call(ctx, call)
 			res.ToolCalls = append(res.ToolCalls, tc)
 			res.Messages = append(res.Messages, transcript.Message{Role: "tool", Text: result.Content, ToolCall: call.ID})
 			if err != nil {
@@ -211,7 +258,7 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 
 // call runs one tool call. An unknown tool name is answered to the model as
 // an error result, as real clients do; a failed server is returned as err.
-func (s *session) call(ctx context.Context, call provider.ToolCall) (transcript.ToolCall, provider.ToolResult, error) {
+func (s *toolset) call(ctx context.Context, call provider.ToolCall) (transcript.ToolCall, provider.ToolResult, error) {
 	args := call.Arguments
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)

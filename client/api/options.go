@@ -8,6 +8,7 @@ import (
 
 	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/provider"
+	"github.com/mst-eval/mst/provider/anthropic"
 )
 
 // The api client's defaults. The options schema states them and
@@ -35,7 +36,7 @@ func optionsSchema(providers *provider.Registry) json.RawMessage {
 		client.Option{
 			Name:               "baseURL",
 			Schema:             map[string]any{"type": "string", "format": "uri"},
-			Description:        "The provider's API address: an OpenAI-compatible server (Ollama: http://localhost:11434/v1, vLLM), a gateway, or a test server.",
+			Description:        "The provider's API address: an OpenAI-compatible server (Ollama: http://localhost:11434/v1, vLLM), a gateway, or a test server. For openai/ models it ends where the API's paths begin, usually in /v1 (/responses or /chat/completions is appended); for anthropic/ models it has no /v1 (/v1/messages is appended). A value that already ends in part of the appended path is refused.",
 			DefaultDescription: "the provider's public API",
 		},
 		client.Option{
@@ -126,4 +127,36 @@ func decodeOptions(raw json.RawMessage) (Options, error) {
 		o.MaxRetries = &r
 	}
 	return o, nil
+}
+
+// CheckBaseURL checks clientOptions.baseURL for model against what the
+// model's provider appends to it (provider.Definition.Appends): a path
+// that already ends in part of it, which would double it, is refused with
+// the value to write instead. An unknown provider passes: it is reported
+// where the model is checked.
+func CheckBaseURL(providers *provider.Registry, model, baseURL string) error {
+	if baseURL == "" {
+		return nil
+	}
+	def, err := providers.Lookup(provider.Of(model))
+	if err != nil {
+		return nil
+	}
+	return def.CheckBaseURL("clientOptions.baseURL", baseURL)
+}
+
+// CheckOptions checks what the options schema cannot about a variant's
+// options for model: today the form of baseURL (see CheckBaseURL). It is
+// meant for the time the eval loads; Open runs the same check.
+func CheckOptions(providers *provider.Registry, model string, raw json.RawMessage) error {
+	o, err := decodeOptions(raw)
+	if err != nil {
+		return err
+	}
+	if o.ReasoningEffort != "" {
+		if prov, name := provider.Split(model); prov == "anthropic" && !anthropic.SupportsThinking(name) {
+			return fmt.Errorf("clientOptions.reasoningEffort: model %s has no extended thinking, so it cannot honour a reasoning effort; remove reasoningEffort or use a model that thinks (Claude 3.7 or later)", model)
+		}
+	}
+	return CheckBaseURL(providers, model, o.BaseURL)
 }

@@ -21,6 +21,9 @@ func newProvider(reg *provider.Registry, p client.OpenParams, o Options) (provid
 		return nil, fmt.Errorf("model %s: the api client runs models of %s, not %s (MST has no API implementation of it): use a client that runs %s models (mst clients)",
 			p.Model, strings.Join(reg.Buildable(), ", "), name, name)
 	}
+	if err := def.CheckBaseURL("clientOptions.baseURL", o.BaseURL); err != nil {
+		return nil, fmt.Errorf("model %s: %w", p.Model, err)
+	}
 	opts := provider.Options{BaseURL: o.BaseURL, API: o.API, MaxRetries: -1}
 	if o.MaxRetries != nil {
 		opts.MaxRetries = *o.MaxRetries

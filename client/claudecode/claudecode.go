@@ -6,29 +6,43 @@
 // A session owns a private folder under OpenParams.WorkDir, removed at
 // Close: the MCP config file naming the variant's servers, and per trial a
 // HOME with its CLAUDE_CONFIG_DIR and the folder the CLI runs in (trials
-// that run at once do not share the CLI's state files). Every trial is its own process (so trials
-// may run at once), started in its own process group with a minimal
+// that run at once do not share the CLI's state files). Every trial is its
+// own process (so trials may run at once), started in its own process
+// group with a minimal
 // environment: PATH, HOME, CLAUDE_CONFIG_DIR, ANTHROPIC_API_KEY from
 // OpenParams.Env (never from argv; the run's other secrets are left out),
-// ANTHROPIC_BASE_URL from baseURL,
+// ANTHROPIC_BASE_URL from baseURL (the API's address without /v1: the CLI
+// appends /v1/messages, and a value that would double it is refused),
 // CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1, ENABLE_TOOL_SEARCH=false and
 // CLAUDE_CODE_MAX_RETRIES. The CLI runs under client/cliproc: when the
 // trial's context ends its whole tree gets SIGTERM, then SIGKILL 3 s later,
 // and Run returns what the CLI had written, errored (MST says whether the
 // trial timed out or was cancelled).
 //
+// The CLI's own tools (Bash, Read, Edit, Write, WebFetch, …) are off: the
+// model is offered only the servers' tools (--tools ""), and a call of a
+// tool that is off comes back to it refused, nothing run. builtinTools
+// turns a named set on; those run without a prompt, in the trial's own
+// folder (Bash included: a working directory, not a sandbox).
+//
+// When the worker gives a trial its own servers (client.Trial.Servers: its
+// MCP proxies, with the headers they want), the trial gets an MCP config
+// of its own, in its folder, naming those; otherwise it uses the session's.
+//
 // The CLI's stream-json lines become the trial's result: messages, tool
 // calls (mcp__SERVER__TOOL mapped back to the server's and the tool's own
-// names), the answer, usage and cost, and an outcome. The CLI reports an API
-// failure with subtype "success", so the outcome reads is_error and
-// terminal_reason: an API error is errored (provider), max turns is
+// names; the CLI's own tools under client.BuiltinServer, a call the CLI
+// refused with its reason in Error), the answer, usage and cost, and an
+// outcome. The CLI reports an API failure with subtype "success", so the
+// outcome reads is_error and terminal_reason: an API error is errored (provider), max turns is
 // no-answer, a server whose status in the init line is not "connected" is
 // errored (server), and an exit without a result line is errored (client)
 // with the tail of the CLI's stderr.
 //
-// The CLI takes tool descriptions from the servers themselves, so a variant
-// that rewrites or hides tools cannot run on claude-code yet: Open refuses
-// it.
+// The CLI takes tool descriptions from the servers it reaches. Run by MST's
+// worker, those are MST's proxies (Definition.ProxiedServers), which offer
+// the variant's view of the tools; opened without them, a session refuses
+// a variant that rewrites or hides tools.
 package claudecode
 
 import (
@@ -39,6 +53,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -46,6 +61,7 @@ import (
 
 	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/client/cliproc"
+	"github.com/mst-eval/mst/provider"
 	"github.com/mst-eval/mst/servers"
 	"github.com/mst-eval/mst/transcript"
 )
@@ -75,10 +91,15 @@ func Definition() *client.Definition {
 		KeyVars:        []string{"ANTHROPIC_API_KEY"},
 		ModelProviders: []string{"anthropic"},
 		Concurrent:     true,
+		ProxiedServers: true,
 		CaseOverrides:  []string{"model", "clientOptions"},
 		Version:        func() string { return cliVersion(context.Background(), defaultCommand) },
 		Preflight:      preflight,
-		Open:           Open,
+		Check: func(_ string, options json.RawMessage) error {
+			_, err := decodeOptions(options)
+			return err
+		},
+		Open: Open,
 	}
 }
 
@@ -88,11 +109,12 @@ func optionsSchema() json.RawMessage {
 		Timeout:         "180s",
 		MaxActions:      &client.MaxActions{Action: "agent turns, as the CLI's --max-turns counts them", DefaultDescription: "no limit: the timeout bounds the trial"},
 		ReasoningEffort: &client.ReasoningEffort{DefaultDescription: "the CLI's default"},
+		BuiltinTools:    builtinTools,
 	},
 		client.Option{
 			Name:               "baseURL",
 			Schema:             map[string]any{"type": "string", "format": "uri"},
-			Description:        "Address of the Anthropic Messages API the CLI calls (ANTHROPIC_BASE_URL): a gateway or a test server.",
+			Description:        "Address of the Anthropic Messages API the CLI calls (ANTHROPIC_BASE_URL): a gateway or a test server, without /v1 (the CLI appends /v1/messages).",
 			DefaultDescription: "Anthropic's public API",
 		},
 		client.Option{
@@ -112,11 +134,27 @@ func optionsSchema() json.RawMessage {
 
 // Options are claude-code's options, decoded.
 type Options struct {
-	MaxActions      int    `json:"maxActions"`
-	ReasoningEffort string `json:"reasoningEffort"`
-	BaseURL         string `json:"baseURL"`
-	Command         string `json:"command"`
-	MaxRetries      *int   `json:"maxRetries"`
+	MaxActions      int      `json:"maxActions"`
+	ReasoningEffort string   `json:"reasoningEffort"`
+	BuiltinTools    []string `json:"builtinTools"`
+	BaseURL         string   `json:"baseURL"`
+	Command         string   `json:"command"`
+	MaxRetries      *int     `json:"maxRetries"`
+}
+
+// builtinTools are the CLI's own tools a variant may turn on with
+// builtinTools, as the CLI names them (claude --tools). Every other tool of
+// the CLI stays off.
+var builtinTools = map[string]string{
+	"Bash":         "runs shell commands in the trial's folder, with the rights of the user that runs MST: no sandbox",
+	"Read":         "reads files",
+	"Edit":         "edits files in place",
+	"Write":        "writes files",
+	"Glob":         "finds files by name pattern",
+	"Grep":         "searches file contents",
+	"NotebookEdit": "edits Jupyter notebooks",
+	"WebFetch":     "fetches a URL",
+	"WebSearch":    "searches the web through Anthropic's API",
 }
 
 func decodeOptions(raw json.RawMessage) (Options, error) {
@@ -133,7 +171,33 @@ func decodeOptions(raw json.RawMessage) (Options, error) {
 		r := defaultMaxRetries
 		o.MaxRetries = &r
 	}
+	for _, n := range o.BuiltinTools {
+		if _, ok := builtinTools[n]; !ok {
+			return o, fmt.Errorf("clientOptions.builtinTools: claude-code has no built-in tool %q (it has %s)", n, strings.Join(builtinToolNames(), ", "))
+		}
+	}
+	if err := CheckBaseURL(o.BaseURL); err != nil {
+		return o, err
+	}
 	return o, nil
+}
+
+// builtinToolNames lists the names builtinTools takes, sorted.
+func builtinToolNames() []string {
+	names := make([]string, 0, len(builtinTools))
+	for n := range builtinTools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// CheckBaseURL checks claude-code's clientOptions.baseURL. The CLI appends
+// /v1/messages to ANTHROPIC_BASE_URL itself, so a value whose path already
+// ends in /v1, /v1/messages or /messages is refused with the value to write
+// instead. Empty is fine: Anthropic's public API.
+func CheckBaseURL(baseURL string) error {
+	return provider.CheckBaseURL("clientOptions.baseURL", baseURL, "the Claude Code CLI", "/v1/messages")
 }
 
 // effort maps the shared reasoningEffort onto the CLI's --effort levels.
@@ -156,7 +220,7 @@ func Open(ctx context.Context, p client.OpenParams) (client.Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := cliproc.RefuseToolOverrides("claude-code", p.Servers); err != nil {
+	if err := cliproc.RefuseToolOverrides("claude-code", p.Servers); err != nil && !p.Proxied {
 		return nil, err
 	}
 	for _, srv := range p.Servers {
@@ -193,7 +257,10 @@ type session struct {
 	model  string
 
 	mcpConfig string
-	infos     []transcript.ServerInfo
+	// unset are the CLI's own variables, kept from the stdio servers it
+	// starts (see serverCommand).
+	unset []string
+	infos []transcript.ServerInfo
 
 	version string
 
@@ -210,12 +277,11 @@ type session struct {
 func (s *session) prepare(ctx context.Context) error {
 	s.mcpConfig = filepath.Join(s.dir, "mcp.json")
 	// The servers get none of the CLI's own variables (see serverCommand).
-	var unset []string
 	for _, kv := range s.env("") {
 		k, _, _ := strings.Cut(kv, "=")
-		unset = append(unset, k)
+		s.unset = append(s.unset, k)
 	}
-	cfg, err := mcpConfig(s.params.Servers, unset)
+	cfg, err := mcpConfig(s.params.Servers, s.unset)
 	if err != nil {
 		return err
 	}
@@ -224,7 +290,11 @@ func (s *session) prepare(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { s.version = cliVersion(ctx, s.cli) })
-	s.infos = describeServers(ctx, s.params.Servers, s.params)
+	if !s.params.Proxied {
+		// Behind MST's proxy the servers start per trial, and the worker
+		// records what they offered.
+		s.infos = describeServers(ctx, s.params.Servers, s.params)
+	}
 	wg.Wait()
 	return nil
 }
@@ -383,18 +453,38 @@ func (s *session) env(home string) []string {
 // args is the CLI's command line for one trial. It never carries a key,
 // nor the prompt: in print mode with no prompt argument the CLI reads it
 // from stdin (cliproc.Command.Stdin), out of other users' sight.
-func (s *session) args() []string {
+//
+// The CLI's own tools are off unless builtinTools names them: --tools
+// offers the model only those (none with ""), --allowedTools lets them and
+// the servers' tools run without a prompt, --disallowedTools denies the
+// other declared ones should the CLI offer them anyway, and the dontAsk
+// permission mode refuses, without asking, anything not allowed, so a call
+// of a tool that is off comes back to the model as a refused call.
+func (s *session) args(mcpConfig string, srvs []servers.Server) []string {
 	args := []string{"-p",
 		"--output-format", "stream-json", "--verbose",
-		"--mcp-config", s.mcpConfig, "--strict-mcp-config",
+		"--mcp-config", mcpConfig, "--strict-mcp-config",
 		"--model", s.model,
+		"--permission-mode", "dontAsk",
+		"--tools", strings.Join(s.opts.BuiltinTools, ","),
 	}
-	if len(s.params.Servers) > 0 {
+	var allowed []string
+	for _, srv := range srvs {
 		// mcp__SERVER allows every tool of the server.
-		args = append(args, "--allowedTools")
-		for _, srv := range s.params.Servers {
-			args = append(args, "mcp__"+normalizeName(srv.Name))
+		allowed = append(allowed, "mcp__"+normalizeName(srv.Name))
+	}
+	allowed = append(allowed, s.opts.BuiltinTools...)
+	if len(allowed) > 0 {
+		args = append(args, "--allowedTools", strings.Join(allowed, ","))
+	}
+	var denied []string
+	for _, n := range builtinToolNames() {
+		if !slices.Contains(s.opts.BuiltinTools, n) {
+			denied = append(denied, n)
 		}
+	}
+	if len(denied) > 0 {
+		args = append(args, "--disallowedTools", strings.Join(denied, ","))
 	}
 	if s.opts.MaxActions > 0 {
 		args = append(args, "--max-turns", fmt.Sprint(s.opts.MaxActions))

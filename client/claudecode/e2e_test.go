@@ -155,7 +155,7 @@ func TestEverythingEcho(t *testing.T) {
 		t.Errorf("the second request does not carry the tool result")
 	}
 	// The key travels in the environment only.
-	for _, a := range s.args() {
+	for _, a := range s.args(s.mcpConfig, s.params.Servers) {
 		if strings.Contains(a, testKey) {
 			t.Errorf("the CLI's argv carries the key: %q", a)
 		}

@@ -141,9 +141,10 @@ func newToolNamer(srvs []servers.Server, infos []transcript.ServerInfo) *toolNam
 	return n
 }
 
-// name returns the server and tool of a CLI tool name; server is "" for the
-// CLI's own tools (Bash, Read, …), whose name is kept as it is. meta is the
-// tool's own name as the CLI reported it, if it did.
+// name returns the server and tool of a CLI tool name; server is
+// client.BuiltinServer for the CLI's own tools (Bash, Read, …), whose name
+// is kept as it is. meta is the tool's own name as the CLI reported it, if
+// it did.
 func (n *toolNamer) name(cli, meta string) (server, tool string) {
 	for _, p := range n.prefixes {
 		if strings.HasPrefix(cli, p) {
@@ -158,7 +159,7 @@ func (n *toolNamer) name(cli, meta string) (server, tool string) {
 			return server, tool
 		}
 	}
-	return "", cli
+	return client.BuiltinServer, cli
 }
 
 // parse turns the CLI's stream-json lines into a trial's result. It sets an
@@ -255,6 +256,9 @@ func parse(lines []line, prompt string, srvs []servers.Server, infos []transcrip
 				if i, ok := calls[b.ToolUseID]; ok {
 					c := &res.ToolCalls[i]
 					c.Result, c.IsError = text, b.IsError
+					if b.IsError {
+						c.Error = refusal(text)
+					}
 					c.DurationMs = float64(l.at.Sub(c.Started).Microseconds()) / 1000
 				}
 			}
@@ -287,6 +291,7 @@ func parse(lines []line, prompt string, srvs []servers.Server, infos []transcrip
 		}
 		if len(r.PermissionDenials) > 0 {
 			tel["permission_denials"] = r.PermissionDenials
+			markDenied(res.ToolCalls, calls, r.PermissionDenials)
 		}
 		if r.Usage != nil {
 			u := r.Usage
@@ -308,6 +313,42 @@ func parse(lines []line, prompt string, srvs []servers.Server, infos []transcrip
 		res.ClientTelemetry = tel
 	}
 	return res
+}
+
+// refusal says why the CLI refused a tool call without running it (a tool
+// that is off, a permission it did not grant, arguments it rejected), read
+// from the error result it gave the model: the CLI wraps its own errors in
+// <tool_use_error>. It is "" for an error the tool itself returned.
+func refusal(text string) string {
+	const open, end = "<tool_use_error>", "</tool_use_error>"
+	t := strings.TrimSpace(text)
+	if !strings.HasPrefix(t, open) {
+		return ""
+	}
+	t = strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(t, open), end))
+	if t == "" {
+		t = "no reason given"
+	}
+	return "refused by the Claude Code CLI: " + t
+}
+
+// markDenied marks the calls the result line lists as permission denials
+// (by tool_use_id) as failed calls, where their result did not already say
+// so.
+func markDenied(tcs []transcript.ToolCall, calls map[string]int, denials []any) {
+	for _, d := range denials {
+		m, _ := d.(map[string]any)
+		id, _ := m["tool_use_id"].(string)
+		i, ok := calls[id]
+		if !ok || tcs[i].Error != "" {
+			continue
+		}
+		tcs[i].IsError = true
+		tcs[i].Error = "refused by the Claude Code CLI: permission denied"
+		if r := strings.TrimSpace(tcs[i].Result); r != "" {
+			tcs[i].Error += ": " + r
+		}
+	}
 }
 
 // apiStatus is the result line's api_error_status as text, "" when null.

@@ -39,7 +39,7 @@ func TestParse(t *testing.T) {
 	if res.Outcome.Status != transcript.Answered || res.Answer != "All done." {
 		t.Fatalf("outcome %+v, answer %q", res.Outcome, res.Answer)
 	}
-	want := []struct{ server, tool, result string }{{"my server", "do it", "done it"}, {"", "Bash", "denied"}, {"my", "ping", "pong\n[image]"}}
+	want := []struct{ server, tool, result string }{{"my server", "do it", "done it"}, {client.BuiltinServer, "Bash", "denied"}, {"my", "ping", "pong\n[image]"}}
 	if len(res.ToolCalls) != len(want) {
 		t.Fatalf("tool calls %+v", res.ToolCalls)
 	}
@@ -164,5 +164,47 @@ func TestMCPConfig(t *testing.T) {
 	args, _ := json.Marshal(l["args"])
 	if l["type"] != "stdio" || !strings.Contains(string(args), `"/bin/srv","--x"`) || !strings.Contains(string(b), "TOKEN") {
 		t.Errorf("local = %v", l)
+	}
+}
+
+// TestParseRefusedCalls: a call the CLI refused without running it (its
+// <tool_use_error> result, or a permission denial in the result line) is
+// an error with a reason in its ToolCall; an error the tool itself returned
+// is an error result with no Error.
+func TestParseRefusedCalls(t *testing.T) {
+	t.Parallel()
+	srvs := []servers.Server{{Name: "s", Command: "x"}}
+	res := parse(lines(
+		`{"type":"assistant","message":{"id":"m1","content":[`+
+			`{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"rm -rf /"}},`+
+			`{"type":"tool_use","id":"t2","name":"Write","input":{"file_path":"/etc/x"}},`+
+			`{"type":"tool_use","id":"t3","name":"mcp__s__fail","input":{}},`+
+			`{"type":"tool_use","id":"t4","name":"mcp__s__guarded","input":{}}]}}`,
+		`{"type":"user","message":{"role":"user","content":[`+
+			`{"type":"tool_result","tool_use_id":"t1","content":"<tool_use_error>Error: No such tool available: Bash</tool_use_error>","is_error":true},`+
+			`{"type":"tool_result","tool_use_id":"t2","content":"Claude requested permissions to write to /etc/x, but you haven't granted it yet.","is_error":true},`+
+			`{"type":"tool_result","tool_use_id":"t3","content":"the server failed","is_error":true},`+
+			`{"type":"tool_result","tool_use_id":"t4","content":[{"type":"text","text":"<tool_use_error>InputValidationError: bad</tool_use_error>"}],"is_error":true}]}}`,
+		`{"type":"result","subtype":"success","is_error":false,"result":"ok","permission_denials":[{"tool_name":"Write","tool_use_id":"t2","tool_input":{}}]}`,
+	), "p", srvs, nil)
+	want := []struct {
+		server, tool, errHas string
+	}{
+		{client.BuiltinServer, "Bash", "No such tool available: Bash"},
+		{client.BuiltinServer, "Write", "permission denied"},
+		{"s", "fail", ""},
+		{"s", "guarded", "InputValidationError: bad"},
+	}
+	if len(res.ToolCalls) != len(want) {
+		t.Fatalf("tool calls %+v", res.ToolCalls)
+	}
+	for i, w := range want {
+		c := res.ToolCalls[i]
+		if c.Server != w.server || c.Tool != w.tool || !c.IsError {
+			t.Errorf("call %d = %+v, want an error of %s on %s", i, c, w.tool, w.server)
+		}
+		if w.errHas == "" && c.Error != "" || w.errHas != "" && !strings.Contains(c.Error, w.errHas) {
+			t.Errorf("call %d: Error %q, want it to contain %q", i, c.Error, w.errHas)
+		}
 	}
 }

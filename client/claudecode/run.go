@@ -45,11 +45,26 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 		}
 	}
 
+	// The worker's proxies, when it set them, replace the session's
+	// servers for this trial: their own MCP config, in the trial's folder.
+	srvs, cfgPath := s.params.Servers, s.mcpConfig
+	if t.Servers != nil {
+		srvs = s.params.TrialServers(t)
+		cfg, err := mcpConfig(srvs, s.unset)
+		if err != nil {
+			return client.Result{}, fmt.Errorf("the trial's MCP config: %w", err)
+		}
+		cfgPath = filepath.Join(tdir, "mcp.json")
+		if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
+			return client.Result{}, fmt.Errorf("writing the trial's MCP config: %w", err)
+		}
+	}
+
 	var mu sync.Mutex
 	var lines []line
 	started := time.Now()
 	proc, err := cliproc.Start(ctx, cliproc.Command{
-		Path: s.cli, Args: s.args(), Stdin: t.Prompt, Env: s.env(home), Dir: work,
+		Path: s.cli, Args: s.args(cfgPath, srvs), Stdin: t.Prompt, Env: s.env(home), Dir: work,
 		StderrTail: stderrTail, Started: s.started,
 		Line: func(at time.Time, text []byte) {
 			mu.Lock()
@@ -66,7 +81,7 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 	waitErr := proc.Wait()
 
 	mu.Lock()
-	res := parse(lines, t.Prompt, s.params.Servers, s.infos)
+	res := parse(lines, t.Prompt, srvs, s.infos)
 	mu.Unlock()
 	res.ClientVersion = version
 	if res.ClientTelemetry == nil {

@@ -239,8 +239,22 @@ func (s *suite) params(t *testing.T, url string, extra map[string]any, srvs ...s
 func (s *suite) open(t *testing.T, p client.OpenParams) (client.Session, error) {
 	t.Helper()
 	d := s.cfg.Definition
+	var real []servers.Server
+	if d.ProxiedServers && len(p.Servers) > 0 {
+		real, p = p.Servers, proxiedParams(p)
+	}
+	wrap := func(sess client.Session) client.Session {
+		if real != nil {
+			limit := 0
+			if d.ToolCallLimit != nil {
+				limit = d.ToolCallLimit(p.Options)
+			}
+			return newProxied(t, sess, real, limit)
+		}
+		return sess
+	}
 	if d.Open == nil {
-		return oneShot{d: d, p: p}, nil
+		return wrap(oneShot{d: d, p: p}), nil
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), s.cfg.TrialTimeout)
 	defer cancel()
@@ -252,7 +266,7 @@ func (s *suite) open(t *testing.T, p client.OpenParams) (client.Session, error) 
 				sess.Close()
 			}
 		})
-		return closeOnce{Session: sess, closed: &closed}, err
+		return wrap(closeOnce{Session: sess, closed: &closed}), err
 	}
 	return nil, err
 }
@@ -564,7 +578,17 @@ func (s *suite) missingServer(t *testing.T) {
 		}
 		return
 	}
-	res := s.run(t, sess, "Say hello")
+	ctx, cancel := context.WithTimeout(t.Context(), s.cfg.TrialTimeout)
+	defer cancel()
+	res, err := sess.Run(ctx, trial("Say hello"))
+	if err != nil {
+		// Through MST's proxy, the server fails to start before the
+		// client runs: the worker records the error as errored (server).
+		if !errors.Is(err, servers.ErrServer) || !strings.Contains(err.Error(), "broken") {
+			t.Errorf("Run = %v, want an error that wraps servers.ErrServer and names the server broken", err)
+		}
+		return
+	}
 	o := res.Outcome
 	if o.Status != transcript.Errored || o.Cause != transcript.CauseServer || !strings.Contains(o.Detail, "broken") {
 		t.Errorf("outcome = %+v, want errored (server) naming the server broken", o)

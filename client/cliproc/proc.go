@@ -41,6 +41,12 @@ type Command struct {
 	// where the program can read it from there: argv is visible to every
 	// user of the machine.
 	Stdin string
+	// StdinFile, when set, is the path of a regular file the program reads
+	// as its standard input instead of Stdin. Stdin reaches the program
+	// through a pipe that Go fills while the program runs; a file is whole
+	// from the moment the program starts, for programs that give up on
+	// standard input when nothing has come soon enough.
+	StdinFile string
 	// Line is called with each non-empty line the program writes to
 	// stdout, trimmed, with its arrival time, one at a time and in order,
 	// from a goroutine of the Process. It may call Stop. Everything it did
@@ -92,6 +98,15 @@ func Start(ctx context.Context, c Command) (*Process, error) {
 	cmd.Stdin = nil // /dev/null
 	if c.Stdin != "" {
 		cmd.Stdin = strings.NewReader(c.Stdin)
+	}
+	if c.StdinFile != "" {
+		f, err := os.Open(c.StdinFile)
+		if err != nil {
+			return nil, err
+		}
+		// The program gets its own copy of the descriptor at Start.
+		defer f.Close()
+		cmd.Stdin = f
 	}
 	line := c.Line
 	if c.StopWhen != nil {

@@ -3,10 +3,18 @@
 // and the variant's model behind an OpenAI Responses provider.
 //
 // A session owns a CODEX_HOME folder under the session's work folder that
-// holds config.toml (the model, the provider, the MCP servers); the API key
-// reaches the CLI only through its environment, and config.toml names only
-// the variable. Each trial runs codex exec --json in its own process group
-// and reads the CLI's event stream into the transcript.
+// holds config.toml (the model, the provider, which of the CLI's own tools
+// are on, its sandbox); each trial adds a config layer of its own naming
+// the trial's MCP servers (OpenParams.TrialServers), with every tool of
+// theirs approved in advance. No secret is written: the API key, the
+// servers' variables and their HTTP headers reach the CLI through its
+// environment, and the config names only the variables. Each trial runs
+// codex exec --json in its own process group, in a fresh folder of its own
+// (the only place the CLI's shell may write, when builtinTools turns the
+// shell on), and reads the CLI's event stream into the transcript; the
+// CLI's own record of the thread (its rollout file) then adds the tool
+// calls the stream leaves out, as errors, and the count of model calls.
+// The CLI's own tool calls are recorded under client.BuiltinServer.
 package codexcli
 
 import (
@@ -21,6 +29,7 @@ import (
 
 	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/client/cliproc"
+	"github.com/mst-eval/mst/provider"
 )
 
 // Name is the client's name in eval configs.
@@ -51,10 +60,21 @@ func Definition() *client.Definition {
 		KeyVars:        []string{"OPENAI_API_KEY", "CODEX_API_KEY"},
 		ModelProviders: []string{"openai"},
 		Concurrent:     true,
-		CaseOverrides:  []string{"model", "clientOptions"},
-		Version:        func() string { return cliproc.Installed(defaultCommand, "codex-cli") },
-		Preflight:      program.Preflight,
-		Open:           Open,
+		ProxiedServers: true,
+		// The CLI runs a tool call as it reports it: only the proxy can
+		// keep a call past maxActions from reaching the server.
+		ToolCallLimit: func(options json.RawMessage) int {
+			o, _ := decodeOptions(options)
+			return o.MaxActions
+		},
+		CaseOverrides: []string{"model", "clientOptions"},
+		Version:       func() string { return cliproc.Installed(defaultCommand, "codex-cli") },
+		Preflight:     program.Preflight,
+		Check: func(_ string, options json.RawMessage) error {
+			_, err := decodeOptions(options)
+			return err
+		},
+		Open: Open,
 	}
 }
 
@@ -62,8 +82,9 @@ func Definition() *client.Definition {
 func optionsSchema() json.RawMessage {
 	return client.OptionsSchema(client.SharedOptions{
 		Timeout:         "300s",
-		MaxActions:      &client.MaxActions{Action: "tool calls, counted in the CLI's event stream", DefaultDescription: "no limit: the timeout bounds the trial"},
+		MaxActions:      &client.MaxActions{Action: "tool calls, the CLI's own included, counted in its event stream", DefaultDescription: "no limit: the timeout bounds the trial"},
 		ReasoningEffort: &client.ReasoningEffort{DefaultDescription: "the CLI's default for the model"},
+		BuiltinTools:    builtinTools,
 	},
 		client.Option{
 			Name:               "baseURL",
@@ -94,12 +115,14 @@ func optionsSchema() json.RawMessage {
 
 // Options are codex-cli's options, decoded.
 type Options struct {
-	MaxActions        int    `json:"maxActions"`
-	ReasoningEffort   string `json:"reasoningEffort"`
-	BaseURL           string `json:"baseURL"`
-	Command           string `json:"command"`
-	RequestMaxRetries *int   `json:"requestMaxRetries"`
-	StreamMaxRetries  *int   `json:"streamMaxRetries"`
+	MaxActions      int    `json:"maxActions"`
+	ReasoningEffort string `json:"reasoningEffort"`
+	// BuiltinTools are the CLI's own tools turned on (see builtinTools).
+	BuiltinTools      []string `json:"builtinTools"`
+	BaseURL           string   `json:"baseURL"`
+	Command           string   `json:"command"`
+	RequestMaxRetries *int     `json:"requestMaxRetries"`
+	StreamMaxRetries  *int     `json:"streamMaxRetries"`
 }
 
 // decodeOptions reads raw options (already validated against the schema)
@@ -110,6 +133,14 @@ func decodeOptions(raw json.RawMessage) (Options, error) {
 		if err := json.Unmarshal(raw, &o); err != nil {
 			return o, fmt.Errorf("clientOptions: %w", err)
 		}
+	}
+	for i, n := range o.BuiltinTools {
+		if _, ok := builtinTools[n]; !ok {
+			return o, fmt.Errorf("clientOptions.builtinTools[%d]: codex-cli has no built-in tool %q; it knows %s", i, n, strings.Join(sortedKeys(builtinTools), ", "))
+		}
+	}
+	if err := provider.CheckBaseURL("clientOptions.baseURL", o.BaseURL, "the Codex CLI", "/responses"); err != nil {
+		return o, err
 	}
 	if o.BaseURL == "" {
 		o.BaseURL = defaultBaseURL
@@ -138,8 +169,10 @@ func command(options json.RawMessage) (string, error) {
 }
 
 // Open prepares a session: it finds the codex command (clientOptions
-// command), writes CODEX_HOME/config.toml under p.WorkDir and reads the
-// CLI's version.
+// command), writes CODEX_HOME/config.toml under p.WorkDir (everything but
+// the MCP servers, which each trial layers on top), checks that the
+// servers can be handed to the CLI without writing their secrets, and
+// reads the CLI's version.
 func Open(ctx context.Context, p client.OpenParams) (client.Session, error) {
 	return cliproc.Open(ctx, p, program, open)
 }
@@ -150,7 +183,7 @@ func open(ctx context.Context, p client.OpenParams, bin string) (*session, error
 	if err != nil {
 		return nil, err
 	}
-	if err := program.RefuseToolOverrides(p.Servers); err != nil {
+	if err := program.RefuseToolOverrides(p.Servers); err != nil && !p.Proxied {
 		return nil, err
 	}
 	keyEnv := ""
@@ -175,15 +208,18 @@ func open(ctx context.Context, p client.OpenParams, bin string) (*session, error
 	if err := os.Mkdir(s.home, 0o700); err != nil {
 		return s, fmt.Errorf("codex-cli: creating CODEX_HOME: %w", err)
 	}
+	if _, _, err := serversTOML(p.Servers, s.baseEnv()); err != nil {
+		return s, fmt.Errorf("codex-cli: %w", err)
+	}
 	cfg := configTOML(config{
 		model: model, baseURL: opts.BaseURL, keyEnv: keyEnv,
 		requestMaxRetries: *opts.RequestMaxRetries, streamMaxRetries: *opts.StreamMaxRetries,
-		reasoningEffort: opts.ReasoningEffort, servers: p.Servers,
+		reasoningEffort: opts.ReasoningEffort, builtins: opts.BuiltinTools,
 	})
 	if err := os.WriteFile(filepath.Join(s.home, "config.toml"), []byte(cfg), 0o600); err != nil {
 		return s, fmt.Errorf("codex-cli: writing config.toml: %w", err)
 	}
-	v, err := cliproc.Version(ctx, bin, s.env(), "codex-cli")
+	v, err := cliproc.Version(ctx, bin, s.env(nil), "codex-cli")
 	if err != nil {
 		return s, fmt.Errorf("codex-cli: %s --version: %w", bin, err)
 	}

@@ -90,8 +90,8 @@ func TestEverythingEcho(t *testing.T) {
 	if res.Answer != "The server echoed: hello from mst" {
 		t.Errorf("answer = %q", res.Answer)
 	}
-	if res.Usage.InputTokens != 250 || res.Usage.OutputTokens != 30 {
-		t.Errorf("usage = %+v, want 250 in, 30 out", res.Usage)
+	if res.Usage.InputTokens != 250 || res.Usage.OutputTokens != 30 || res.Usage.ModelCalls != 2 {
+		t.Errorf("usage = %+v, want 250 in, 30 out, 2 model calls", res.Usage)
 	}
 	if res.ClientVersion == "" || strings.Contains(res.ClientVersion, "codex-cli") {
 		t.Errorf("client version = %q", res.ClientVersion)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -24,18 +25,34 @@ type session struct {
 	keyEnv  string // the variable of params.Env holding the key
 	version string
 	infos   []transcript.ServerInfo
-	// extraArgs are added before the prompt, and onStart is told the
-	// CLI's process id; tests use them.
+	// extraArgs are added before the prompt, onStart is told the CLI's
+	// process id, and afterRun is called with the trial's folder once the
+	// CLI has exited, before anything of the trial is removed; tests use
+	// them.
 	extraArgs []string
 	onStart   func(pid int)
+	afterRun  func(trialDir string)
 
 	closeOnce sync.Once
 }
 
-// env is the CLI's environment: a minimal one (HOME is the session
-// folder), then the variant's key (and no other secret), then CODEX_HOME.
-func (s *session) env() []string {
-	return cliproc.Env(s.bin, platformEnv, map[string]string{"HOME": s.dir}, cliproc.Only(s.params.Env, s.keyEnv), map[string]string{"CODEX_HOME": s.home})
+// env is the CLI's environment: a minimal one, then servers (the values
+// a trial's servers need, which the trial's config names: see
+// serversTOML), then HOME (the session folder), the variant's key (and no
+// other secret of the run) and CODEX_HOME.
+func (s *session) env(servers map[string]string) []string {
+	return cliproc.Env(s.bin, platformEnv, servers, map[string]string{"HOME": s.dir}, cliproc.Only(s.params.Env, s.keyEnv), map[string]string{"CODEX_HOME": s.home})
+}
+
+// baseEnv is the CLI's environment before any server's values, as a map.
+func (s *session) baseEnv() map[string]string {
+	m := map[string]string{}
+	for _, kv := range s.env(nil) {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
 }
 
 // Reset has nothing to do: every trial runs a fresh codex exec.
@@ -53,17 +70,38 @@ func (s *session) Close() error {
 }
 
 // Run runs one trial: codex exec --json with the prompt, in a fresh folder
-// of its own, read into the transcript as its events arrive. When ctx ends
-// the CLI's tree is stopped and Run returns what it had, errored; MST
-// decides whether that was a timeout or a cancellation.
+// of its own (its working folder, the only one its shell may write to when
+// builtinTools turns the shell on), with the trial's servers in a config
+// layer of its own, read into the transcript as its events arrive; then
+// the CLI's record of the thread (its rollout file) adds the calls the
+// event stream left out and the count of model calls. When ctx ends the
+// CLI's tree is stopped and Run returns what it had, errored; MST decides
+// whether that was a timeout or a cancellation.
 func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error) {
+	srvs := s.params.TrialServers(t)
+	layer, srvEnv, err := serversTOML(srvs, s.baseEnv())
+	if err != nil {
+		return client.Result{}, fmt.Errorf("codex-cli: %w", err)
+	}
 	cwd, err := os.MkdirTemp(s.dir, "trial-")
 	if err != nil {
 		return client.Result{}, fmt.Errorf("codex-cli: creating the trial folder: %w", err)
 	}
 	defer os.RemoveAll(cwd)
+	// The trial's servers are a profile: CODEX_HOME/NAME.config.toml,
+	// layered on config.toml by -p NAME.
+	profile := "mst-" + filepath.Base(cwd)
+	profilePath := filepath.Join(s.home, profile+".config.toml")
+	if err := os.WriteFile(profilePath, []byte(layer), 0o600); err != nil {
+		return client.Result{}, fmt.Errorf("codex-cli: writing the trial's config: %w", err)
+	}
+	defer os.Remove(profilePath)
 
-	args := []string{"exec", "--json", "--skip-git-repo-check", "--ephemeral",
+	// --strict-config: a switch this version of the CLI does not know
+	// (a built-in tool MST turns off, say) fails the trial instead of
+	// being ignored. No --ephemeral: the rollout file is read after the
+	// run (see rollout.go).
+	args := []string{"exec", "--json", "--skip-git-repo-check", "--strict-config", "-p", profile,
 		"--disable", "plugins", "--disable", "remote_plugin", "--disable", "apps", "--disable", "tool_suggest"}
 	args = append(args, s.extraArgs...)
 	// "-" has codex exec read the prompt from stdin: argv is visible to
@@ -71,8 +109,9 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 	args = append(args, "-")
 	p := newParser(t.Prompt, s.opts.MaxActions)
 	p.maxReconnects = *s.opts.RequestMaxRetries
+	p.namespaces = namespaces(srvs)
 	proc, err := cliproc.Start(ctx, cliproc.Command{
-		Path: s.bin, Args: args, Stdin: t.Prompt, Env: s.env(), Dir: cwd,
+		Path: s.bin, Args: args, Stdin: t.Prompt, Env: s.env(srvEnv), Dir: cwd,
 		StderrTail: 16 << 10, Started: s.onStart,
 		Line:     func(at time.Time, text []byte) { p.line(text, at.UTC()) },
 		StopWhen: func() bool { return p.overLimit || p.unreachable },
@@ -82,6 +121,14 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 	}
 	waitErr := proc.Wait()
 	stderr := proc.Stderr()
+	if s.afterRun != nil {
+		s.afterRun(cwd)
+	}
+	if p.threadID != "" {
+		if err := p.rollout(s.home); err != nil {
+			p.warnings = append(p.warnings, "reading the CLI's rollout file: "+err.Error())
+		}
+	}
 
 	res := p.result()
 	res.Servers = s.infos
@@ -166,6 +213,17 @@ type item struct {
 	} `json:"result"`
 	Error  json.RawMessage `json:"error"`
 	Status string          `json:"status"`
+	// command_execution (the shell)
+	Command          string `json:"command"`
+	AggregatedOutput string `json:"aggregated_output"`
+	ExitCode         *int   `json:"exit_code"`
+	// file_change (apply_patch)
+	Changes []struct {
+		Path string `json:"path"`
+		Kind string `json:"kind"`
+	} `json:"changes"`
+	// web_search
+	Query string `json:"query"`
 }
 
 type usage struct {
@@ -195,6 +253,10 @@ type parser struct {
 	// (unreachable) as the provider's failure.
 	reconnects, maxReconnects int
 	unreachable               bool
+	// namespaces maps the CLI's tool namespace of each of the trial's
+	// servers (mcp__NAME) to the server's name.
+	namespaces map[string]string
+	modelCalls int
 }
 
 func newParser(prompt string, maxActions int) *parser {
@@ -281,32 +343,11 @@ func (p *parser) item(kind string, it *item, now time.Time) {
 			p.fail(it.Message)
 		}
 	case "mcp_tool_call":
-		i, seen := p.callIndex[it.ID]
-		if !seen {
-			p.actions++
-			if p.maxActions > 0 && p.actions > p.maxActions {
-				p.overLimit = true
-				return
-			}
-			args := it.Arguments
-			if len(args) == 0 || string(args) == "null" {
-				args = json.RawMessage(`{}`)
-			}
-			p.calls = append(p.calls, transcript.ToolCall{ID: it.ID, Server: it.Server, Tool: it.Tool, Arguments: args, Started: now})
-			i = len(p.calls) - 1
-			p.callIndex[it.ID] = i
-			// The call belongs to the assistant turn that made it.
-			if last := &p.messages[len(p.messages)-1]; last.Role == "assistant" {
-				last.ToolCalls = append(last.ToolCalls, it.ID)
-			} else {
-				p.messages = append(p.messages, transcript.Message{Role: "assistant", ToolCalls: []string{it.ID}})
-			}
-		}
-		if kind != "item.completed" {
+		i, ok := p.begin(it.ID, it.Server, it.Tool, it.Arguments, now)
+		if !ok || kind != "item.completed" {
 			return
 		}
 		c := &p.calls[i]
-		c.DurationMs = float64(now.Sub(c.Started).Microseconds()) / 1000
 		if it.Result != nil {
 			var texts []string
 			for _, part := range it.Result.Content {
@@ -319,15 +360,97 @@ func (p *parser) item(kind string, it *item, now time.Time) {
 		}
 		if len(it.Error) > 0 && string(it.Error) != "null" {
 			c.Error = errorText(it.Error, "the call failed")
+			c.IsError = true
 		} else if it.Result == nil && it.Status == "failed" {
 			c.Error = "the call failed"
+			c.IsError = true
 		}
-		text := c.Result
-		if c.Error != "" {
-			text = "error: " + c.Error
+		p.finish(i, now)
+	case "command_execution":
+		args, _ := json.Marshal(map[string]string{"command": it.Command})
+		i, ok := p.begin(it.ID, client.BuiltinServer, "exec_command", args, now)
+		if !ok || kind != "item.completed" {
+			return
 		}
-		p.messages = append(p.messages, transcript.Message{Role: "tool", Text: text, ToolCall: it.ID})
+		c := &p.calls[i]
+		c.Result = it.AggregatedOutput
+		switch {
+		case it.Status == "declined":
+			c.IsError, c.Error = true, "the CLI declined to run the command"
+		case it.Status == "failed" || (it.ExitCode != nil && *it.ExitCode != 0):
+			c.IsError = true
+			if it.ExitCode != nil {
+				c.Error = fmt.Sprintf("the command exited with code %d", *it.ExitCode)
+			} else {
+				c.Error = "the command failed"
+			}
+		}
+		p.finish(i, now)
+	case "file_change":
+		args, _ := json.Marshal(map[string]any{"changes": it.Changes})
+		i, ok := p.begin(it.ID, client.BuiltinServer, "apply_patch", args, now)
+		if !ok || kind != "item.completed" {
+			return
+		}
+		c := &p.calls[i]
+		var lines []string
+		for _, ch := range it.Changes {
+			lines = append(lines, ch.Kind+" "+ch.Path)
+		}
+		c.Result = strings.Join(lines, "\n")
+		if it.Status == "failed" || it.Status == "declined" {
+			c.IsError, c.Error = true, "the patch was not applied ("+it.Status+")"
+		}
+		p.finish(i, now)
+	case "web_search":
+		args, _ := json.Marshal(map[string]string{"query": it.Query})
+		i, ok := p.begin(it.ID, client.BuiltinServer, "web_search", args, now)
+		if ok && kind == "item.completed" {
+			p.finish(i, now)
+		}
 	}
+}
+
+// begin returns the index of the call of item id, recording it (and
+// counting it against maxActions) the first time the item is seen; false
+// when the call is one past maxActions.
+func (p *parser) begin(id, server, tool string, args json.RawMessage, now time.Time) (int, bool) {
+	if i, seen := p.callIndex[id]; seen {
+		return i, true
+	}
+	p.actions++
+	if p.maxActions > 0 && p.actions > p.maxActions {
+		p.overLimit = true
+		return 0, false
+	}
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage(`{}`)
+	}
+	c := transcript.ToolCall{ID: id, Server: server, Tool: tool, Arguments: args, Started: now}
+	if server == client.BuiltinServer {
+		c.Evidence = transcript.EvidenceClient
+	}
+	p.calls = append(p.calls, c)
+	i := len(p.calls) - 1
+	p.callIndex[id] = i
+	// The call belongs to the assistant turn that made it.
+	if last := &p.messages[len(p.messages)-1]; last.Role == "assistant" {
+		last.ToolCalls = append(last.ToolCalls, id)
+	} else {
+		p.messages = append(p.messages, transcript.Message{Role: "assistant", ToolCalls: []string{id}})
+	}
+	return i, true
+}
+
+// finish ends call i (its result already set) and adds its tool message.
+func (p *parser) finish(i int, now time.Time) {
+	c := &p.calls[i]
+	c.DurationMs = float64(now.Sub(c.Started).Microseconds()) / 1000
+	text := c.Result
+	if c.Error != "" {
+		text = "error: " + c.Error
+	}
+	p.messages = append(p.messages, transcript.Message{Role: "tool", Text: text, ToolCall: c.ID})
 }
 
 // errorText reads an error that is a string or an object with a message.
@@ -360,11 +483,13 @@ func (p *parser) result() client.Result {
 	if p.unparsed > 0 {
 		tel["unparsedLines"] = p.unparsed
 	}
+	u := p.usage
+	u.ModelCalls = p.modelCalls
 	return client.Result{
 		Messages:        p.messages,
 		ToolCalls:       p.calls,
 		Answer:          p.answer,
-		Usage:           p.usage,
+		Usage:           u,
 		ClientTelemetry: tel,
 	}
 }

@@ -1,14 +1,18 @@
 // Package geminicli is the gemini-cli client: the Gemini CLI, run once per
-// trial in headless mode (gemini -p … --output-format stream-json), with the
-// variant's servers as its only MCP servers and the variant's model behind a
-// Gemini API provider.
+// trial in headless mode (gemini --output-format stream-json, the prompt
+// on its standard input), with the variant's servers as its only MCP
+// servers and the variant's model behind a Gemini API provider.
 //
 // A session owns a folder under the session's work folder. Each trial gets
-// a home of its own in it, whose .gemini/settings.json holds the MCP
-// servers and turns off telemetry, usage statistics and auto-update; the
-// API key reaches the CLI only through its environment (GEMINI_API_KEY),
-// never a file. Each trial runs in its own process group and reads the
-// CLI's event stream into the transcript.
+// a home and a working folder of its own in it; the home's
+// .gemini/settings.json, which also stands in for the machine's system
+// settings, holds the MCP servers, allows none of the CLI's own tools but
+// those builtinTools names, and turns off telemetry, usage statistics and
+// auto-update. The API key and the servers' env and header values reach
+// the CLI only through its environment, never a file or its command line.
+// Each trial runs in its own process group and reads the CLI's event
+// stream into the transcript; calls of the CLI's own tools are recorded
+// under client.BuiltinServer.
 package geminicli
 
 import (
@@ -16,11 +20,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/client/cliproc"
+	"github.com/mst-eval/mst/provider"
 )
 
 // Name is the client's name in eval configs.
@@ -53,10 +59,21 @@ func Definition() *client.Definition {
 		KeyVars:        []string{"GEMINI_API_KEY"},
 		ModelProviders: []string{"google"},
 		Concurrent:     true,
-		CaseOverrides:  []string{"model", "clientOptions"},
-		Version:        func() string { return cliproc.Installed(defaultCommand, "") },
-		Preflight:      program.Preflight,
-		Open:           Open,
+		ProxiedServers: true,
+		// The CLI runs a tool call as it reports it: only the proxy can
+		// keep a call past maxActions from reaching the server.
+		ToolCallLimit: func(options json.RawMessage) int {
+			o, _ := decodeOptions(options)
+			return o.MaxActions
+		},
+		CaseOverrides: []string{"model", "clientOptions"},
+		Version:       func() string { return cliproc.Installed(defaultCommand, "") },
+		Preflight:     program.Preflight,
+		Check: func(_ string, options json.RawMessage) error {
+			_, err := decodeOptions(options)
+			return err
+		},
+		Open: Open,
 	}
 }
 
@@ -73,8 +90,9 @@ func Definition() *client.Definition {
 // is left out rather than half-applied.
 func optionsSchema() json.RawMessage {
 	return client.OptionsSchema(client.SharedOptions{
-		Timeout:    "300s",
-		MaxActions: &client.MaxActions{Action: "tool calls, counted in the CLI's event stream", DefaultDescription: "no limit: the timeout bounds the trial"},
+		Timeout:      "300s",
+		MaxActions:   &client.MaxActions{Action: "tool calls, counted in the CLI's event stream", DefaultDescription: "no limit: the timeout bounds the trial"},
+		BuiltinTools: builtinToolHelp(),
 	},
 		client.Option{
 			Name:               "baseURL",
@@ -99,10 +117,62 @@ func optionsSchema() json.RawMessage {
 
 // Options are gemini-cli's options, decoded.
 type Options struct {
-	MaxActions         int    `json:"maxActions"`
-	BaseURL            string `json:"baseURL"`
-	Command            string `json:"command"`
-	RequestMaxAttempts int    `json:"requestMaxAttempts"`
+	MaxActions         int      `json:"maxActions"`
+	BaseURL            string   `json:"baseURL"`
+	Command            string   `json:"command"`
+	RequestMaxAttempts int      `json:"requestMaxAttempts"`
+	BuiltinTools       []string `json:"builtinTools"`
+}
+
+// builtinTool is one of the CLI's own tools a variant may turn on.
+type builtinTool struct {
+	cli  string // the CLI's name for it, in tools.core and in its calls
+	does string
+}
+
+// builtinTools are the names builtinTools takes. Every other tool of the
+// CLI (its sub-agents, skills, to-do list, questions to the user, …) stays
+// off. The tools run on the machine of the trial, as the CLI's user, with
+// the trial's own folder as their working folder: the file tools keep to
+// that folder, the shell does not.
+var builtinTools = map[string]builtinTool{
+	"shell":             {"run_shell_command", "runs a shell command on the machine, in the trial's folder; the command itself may reach anything the CLI's user can"},
+	"read_file":         {"read_file", "reads a file in the trial's folder"},
+	"list_directory":    {"list_directory", "lists a folder in the trial's folder"},
+	"write_file":        {"write_file", "writes a file in the trial's folder"},
+	"edit":              {"replace", "edits a file in the trial's folder"},
+	"glob":              {"glob", "finds files by pattern in the trial's folder"},
+	"grep":              {"grep_search", "searches file contents in the trial's folder"},
+	"web_fetch":         {"web_fetch", "fetches a web page"},
+	"google_web_search": {"google_web_search", "searches the web through the provider"},
+}
+
+// builtinToolHelp is builtinTools as the options schema describes them.
+func builtinToolHelp() map[string]string {
+	m := make(map[string]string, len(builtinTools))
+	for n, b := range builtinTools {
+		m[n] = b.cli + ": " + b.does
+	}
+	return m
+}
+
+// builtinToolNames are the names builtinTools takes, sorted.
+func builtinToolNames() []string {
+	names := make([]string, 0, len(builtinTools))
+	for n := range builtinTools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// coreTools are the CLI's names of the built-in tools names turns on.
+func coreTools(names []string) []string {
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		out = append(out, builtinTools[n].cli)
+	}
+	return out
 }
 
 // decodeOptions reads raw options (already validated against the schema)
@@ -114,6 +184,9 @@ func decodeOptions(raw json.RawMessage) (Options, error) {
 			return o, fmt.Errorf("clientOptions: %w", err)
 		}
 	}
+	if err := provider.CheckBaseURL("clientOptions.baseURL", o.BaseURL, "the Gemini CLI", "/v1beta/models"); err != nil {
+		return o, err
+	}
 	if o.Command == "" {
 		o.Command = defaultCommand
 	}
@@ -122,6 +195,11 @@ func decodeOptions(raw json.RawMessage) (Options, error) {
 	}
 	if o.RequestMaxAttempts < 1 || o.RequestMaxAttempts > maxRequestAttempts {
 		return o, fmt.Errorf("clientOptions.requestMaxAttempts: %d is outside 1 to %d", o.RequestMaxAttempts, maxRequestAttempts)
+	}
+	for i, n := range o.BuiltinTools {
+		if _, ok := builtinTools[n]; !ok {
+			return o, fmt.Errorf("clientOptions.builtinTools[%d]: gemini-cli has no built-in tool %q; use one of %s", i, n, strings.Join(builtinToolNames(), ", "))
+		}
 	}
 	return o, nil
 }
@@ -159,7 +237,7 @@ func open(ctx context.Context, p client.OpenParams, bin string) (*session, error
 	if err != nil {
 		return nil, err
 	}
-	if err := program.RefuseToolOverrides(p.Servers); err != nil {
+	if err := program.RefuseToolOverrides(p.Servers); err != nil && !p.Proxied {
 		return nil, err
 	}
 	if p.Env["GEMINI_API_KEY"] == "" {
@@ -169,7 +247,7 @@ func open(ctx context.Context, p client.OpenParams, bin string) (*session, error
 	if model == "" {
 		return nil, errors.New("gemini-cli needs a model (google/MODEL, gemini/MODEL or the model's name)")
 	}
-	settings, err := settingsJSON(p.Servers, opts.RequestMaxAttempts)
+	settings, err := settingsJSON(p.Servers, opts.RequestMaxAttempts, coreTools(opts.BuiltinTools))
 	if err != nil {
 		return nil, fmt.Errorf("gemini-cli: %w", err)
 	}

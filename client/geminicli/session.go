@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -24,7 +25,7 @@ type session struct {
 	bin      string
 	dir      string // the session folder; removed at Close
 	model    string
-	settings []byte // every trial home's .gemini/settings.json
+	settings rendered // every trial home's .gemini/settings.json, unless the trial has servers of its own
 	namer    *toolNamer
 	version  string
 	infos    []transcript.ServerInfo
@@ -63,20 +64,26 @@ func (s *session) Close() error {
 	return err
 }
 
-// args is the CLI's command line for one trial. It never carries a key.
-// It does carry the prompt: the CLI can read one from stdin, but gives up
-// on stdin when no data has come 500 ms after it starts reading, which on
-// a loaded machine loses the prompt (docs/secrets.md).
-func (s *session) args(prompt string) []string {
+// args is the CLI's command line for one trial. It carries neither a key
+// nor the prompt: the prompt is the CLI's standard input (see runOnce).
+func (s *session) args() []string {
 	args := []string{"--output-format", "stream-json", "-m", s.model, "--yolo"}
-	args = append(args, s.extraArgs...)
-	return append(args, "-p", prompt)
+	return append(args, s.extraArgs...)
 }
 
-// Run runs one trial: gemini -p in a fresh home and folder of its own, read
-// into the transcript as its events arrive. When ctx ends the CLI's tree is
-// stopped and Run returns what it had, errored; MST decides whether that was
-// a timeout or a cancellation.
+// noInput is what the CLI says when it read no prompt on its standard
+// input.
+const noInput = "No input provided via stdin"
+
+// promptAttempts bounds how many times a trial starts the CLI when the CLI
+// lost its prompt (see runOnce).
+const promptAttempts = 3
+
+// Run runs one trial: gemini in headless mode in a fresh home and folder
+// of its own, with the prompt on its standard input, read into the
+// transcript as its events arrive. When ctx ends the CLI's tree is
+// stopped and Run returns what it had, errored; MST decides whether that
+// was a timeout or a cancellation.
 func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error) {
 	tdir, err := os.MkdirTemp(s.dir, "trial-")
 	if err != nil {
@@ -89,27 +96,75 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 			return client.Result{}, fmt.Errorf("gemini-cli: creating the trial folder: %w", err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), s.settings, 0o600); err != nil {
+	srvs, settings := s.params.Servers, s.settings
+	if t.Servers != nil {
+		srvs = s.params.TrialServers(t)
+		if settings, err = settingsJSON(srvs, s.opts.RequestMaxAttempts, coreTools(s.opts.BuiltinTools)); err != nil {
+			return client.Result{}, fmt.Errorf("gemini-cli: %w", err)
+		}
+	}
+	settingsPath := filepath.Join(home, ".gemini", "settings.json")
+	if err := os.WriteFile(settingsPath, settings.settings, 0o600); err != nil {
 		return client.Result{}, fmt.Errorf("gemini-cli: writing settings.json: %w", err)
 	}
+	// The prompt is a file the CLI reads as its standard input: unlike a
+	// pipe, it is whole when the CLI starts reading.
+	promptPath := filepath.Join(tdir, "prompt")
+	if err := os.WriteFile(promptPath, []byte(t.Prompt), 0o600); err != nil {
+		return client.Result{}, fmt.Errorf("gemini-cli: writing the prompt: %w", err)
+	}
+	env := append(s.env(home, tmp), settings.env...)
+	// The trial's settings also stand in for the machine's system
+	// settings, which would otherwise override them (built-in tools and
+	// servers included).
+	env = append(env, "GEMINI_CLI_SYSTEM_SETTINGS_PATH="+settingsPath, "GEMINI_CLI_SYSTEM_DEFAULTS_PATH="+filepath.Join(tdir, "no-system-defaults.json"))
+	for attempt := 1; ; attempt++ {
+		res, lost, err := s.runOnce(ctx, t, runDirs{tdir: tdir, work: work, prompt: promptPath, env: env, attempt: attempt})
+		if err != nil || !lost || attempt == promptAttempts || ctx.Err() != nil {
+			if err == nil {
+				// The variant's servers, as configured, even when the
+				// trial reached them through others (t.Servers).
+				res.Servers = s.infos
+				if attempt > 1 {
+					res.ClientTelemetry["promptAttempts"] = attempt
+				}
+			}
+			return res, err
+		}
+	}
+}
+
+// runDirs is what every start of the CLI in one trial shares.
+type runDirs struct {
+	tdir, work, prompt string
+	env                []string
+	attempt            int
+}
+
+// runOnce starts the CLI once. lost reports that the CLI read no prompt
+// and asked the model nothing, so that the trial may start it again: it
+// gives up on its standard input when the first data has not come 500 ms
+// after it began to read, which a loaded machine can make happen even
+// with a file.
+func (s *session) runOnce(ctx context.Context, t client.Trial, d runDirs) (res client.Result, lost bool, err error) {
 	// The CLI's debug log is where it names an MCP server that failed;
 	// without --debug it prints only "MCP issues detected".
-	debugLog := filepath.Join(tdir, "debug.log")
+	debugLog := filepath.Join(d.tdir, fmt.Sprintf("debug-%d.log", d.attempt))
 
 	// The CLI's hint that an MCP server failed prompts a look at the debug
 	// log at once, before the CLI goes on to call the model without it.
 	poke := make(chan struct{}, 1)
 	p := newParser(t.Prompt, s.opts.MaxActions, s.namer)
 	proc, err := cliproc.Start(ctx, cliproc.Command{
-		Path: s.bin, Args: s.args(t.Prompt), Dir: work,
-		Env:        append(s.env(home, tmp), "GEMINI_DEBUG_LOG_FILE="+debugLog),
+		Path: s.bin, Args: s.args(), Dir: d.work, StdinFile: d.prompt,
+		Env:        slices.Concat(d.env, []string{"GEMINI_DEBUG_LOG_FILE=" + debugLog}),
 		StderrTail: 16 << 10, Stderr: &hintWriter{hint: []byte(mcpHint), poke: poke},
 		Started:  s.onStart,
 		Line:     func(at time.Time, text []byte) { p.line(text, at.UTC()) },
 		StopWhen: func() bool { return p.overLimit },
 	})
 	if err != nil {
-		return client.Result{}, fmt.Errorf("gemini-cli: starting %s: %w", s.bin, err)
+		return client.Result{}, false, fmt.Errorf("gemini-cli: starting %s: %w", s.bin, err)
 	}
 
 	// The debug log is read for a server that failed to start; the CLI
@@ -153,11 +208,11 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 		failed = watch.check()
 	}
 
-	res := p.result()
-	res.Servers = s.infos
+	res = p.result()
 	res.ClientVersion = s.version
 	res.Outcome = s.outcome(ctx, p, failed, waitErr, stderr)
-	return res, nil
+	lost = failed == "" && res.Outcome.Status == transcript.Errored && p.usage.ModelCalls == 0 && len(p.calls) == 0 && strings.Contains(stderr, noInput)
+	return res, lost, nil
 }
 
 // outcome decides how the trial ended, in order: the trial's context
@@ -337,7 +392,7 @@ func (p *parser) line(b []byte, now time.Time) {
 		if last.Role == "assistant" {
 			last.Text += e.Content
 		} else {
-			p.messages = append(p.messages, transcript.Message{Role: "assistant", Text: e.Content})
+			p.assistantTurn(transcript.Message{Role: "assistant", Text: e.Content})
 		}
 	case "tool_use":
 		p.toolUse(e, now)
@@ -351,6 +406,10 @@ func (p *parser) line(b []byte, now time.Time) {
 		}
 	case "result":
 		p.sawResult = true
+		if e.Status == "success" && p.messages[len(p.messages)-1].Role != "assistant" {
+			// The model was asked once more and answered nothing.
+			p.usage.ModelCalls++
+		}
 		if e.Stats != nil {
 			p.usage.Add(transcript.Usage{InputTokens: e.Stats.InputTokens, OutputTokens: e.Stats.OutputTokens, CachedTokens: e.Stats.Cached})
 			p.durationMs = e.Stats.DurationMs
@@ -379,14 +438,25 @@ func (p *parser) toolUse(e event, now time.Time) {
 		args = json.RawMessage(`{}`)
 	}
 	server, tool := p.namer.name(e.ToolName)
+	if server == "" {
+		// The CLI's own tool, or one it does not have.
+		server = client.BuiltinServer
+	}
 	p.calls = append(p.calls, transcript.ToolCall{ID: e.ToolID, Server: server, Tool: tool, Arguments: args, Started: now})
 	p.callIndex[e.ToolID] = len(p.calls) - 1
 	// The call belongs to the assistant turn that made it.
 	if last := &p.messages[len(p.messages)-1]; last.Role == "assistant" {
 		last.ToolCalls = append(last.ToolCalls, e.ToolID)
 	} else {
-		p.messages = append(p.messages, transcript.Message{Role: "assistant", ToolCalls: []string{e.ToolID}})
+		p.assistantTurn(transcript.Message{Role: "assistant", ToolCalls: []string{e.ToolID}})
 	}
+}
+
+// assistantTurn adds the first message of a model turn. The stream has no
+// event per model request: each turn it shows is one request answered.
+func (p *parser) assistantTurn(m transcript.Message) {
+	p.messages = append(p.messages, m)
+	p.usage.ModelCalls++
 }
 
 func (p *parser) toolResult(e event, now time.Time) {
@@ -398,6 +468,13 @@ func (p *parser) toolResult(e event, now time.Time) {
 	c.DurationMs = float64(now.Sub(c.Started).Microseconds()) / 1000
 	c.Result = e.Output
 	c.IsError = e.Status != "success"
+	if c.IsError && e.Error != nil && e.Error.Type == "mcp_tool_error" {
+		// The output is the CLI's own words ("MCP tool 'fail' reported an
+		// error"); the server's text is in the error's message.
+		if text, ok := mcpErrorText(e.Error.Message); ok {
+			c.Result = text
+		}
+	}
 	// An MCP tool's own error result is a result; anything else (an
 	// unknown tool, a refused or failed call) is the call failing.
 	if c.IsError && e.Error != nil && e.Error.Type != "mcp_tool_error" {
@@ -411,6 +488,60 @@ func (p *parser) toolResult(e event, now time.Time) {
 		text = "error: " + c.Error
 	}
 	p.messages = append(p.messages, transcript.Message{Role: "tool", Text: text, ToolCall: e.ToolID})
+}
+
+// mcpErrorMarker comes, in the message of an MCP tool's error result,
+// before the parts the CLI made of the server's result (JSON).
+const mcpErrorMarker = " with response: "
+
+// mcpErrorText is the text of the server's result in the message of an MCP
+// tool's error result: its text content, one part a line, and a
+// placeholder for each other kind of content.
+func mcpErrorText(msg string) (string, bool) {
+	// The call's arguments come before the marker and the server's text
+	// after it; either may hold the marker too: the first place after
+	// which the rest is the JSON wanted is the one.
+	for from := 0; ; {
+		i := strings.Index(msg[from:], mcpErrorMarker)
+		if i < 0 {
+			return "", false
+		}
+		from += i + len(mcpErrorMarker)
+		if text, ok := mcpResponseText(msg[from:]); ok {
+			return text, true
+		}
+	}
+}
+
+// mcpResponseText reads the parts the CLI made of an MCP tool's result.
+func mcpResponseText(rest string) (string, bool) {
+	var parts []struct {
+		FunctionResponse struct {
+			Response struct {
+				Content []struct {
+					Type string `json:"type"`
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"response"`
+		} `json:"functionResponse"`
+	}
+	if json.Unmarshal([]byte(rest), &parts) != nil {
+		return "", false
+	}
+	var lines []string
+	for _, p := range parts {
+		for _, c := range p.FunctionResponse.Response.Content {
+			if c.Type == "text" {
+				lines = append(lines, c.Text)
+			} else {
+				lines = append(lines, "["+c.Type+"]")
+			}
+		}
+	}
+	if len(lines) == 0 {
+		return "", false
+	}
+	return strings.Join(lines, "\n"), true
 }
 
 // answer is the text of the model's last turn, if it came after every tool

@@ -81,15 +81,36 @@ func foundWord(c string) string {
 }
 
 // YAMLSyntax words a YAML parser's message msg about the line line (1-based)
-// of data in MST's terms. It recognises a tab in indentation, the most
-// common mistake, and otherwise keeps the parser's words after "invalid
-// YAML:".
+// of data in MST's terms, saying what to change. It looks at the line and
+// the one before for what the parser does not name (a tab in the
+// indentation, the most common mistake; a byte order mark inside the
+// file; a carriage return alone), then maps the parser's messages to
+// MST's; a message it does not know gets a general one. The parser's own
+// words never reach the user.
 func YAMLSyntax(data []byte, line int, msg string) string {
 	if text, ok := lineOf(data, line); ok {
 		indent := text[:len(text)-len(strings.TrimLeft(text, " \t"))]
 		if strings.Contains(indent, "\t") {
 			return "a tab in the indentation: YAML indents with spaces only; replace the tab with spaces"
 		}
+	}
+	for _, l := range []int{line, line - 1} {
+		text, ok := lineOf(data, l)
+		if !ok {
+			continue
+		}
+		if strings.ContainsRune(text, '\ufeff') {
+			return "a byte order mark (U+FEFF, an invisible character) inside the file: delete it; only the very start of a file may hold one"
+		}
+		if i := strings.IndexByte(text, '\r'); i >= 0 && i < len(text)-1 {
+			return "a carriage return (\\r) that ends no line: save the file with Unix (LF) or Windows (CRLF) line ends"
+		}
+	}
+	if m := escapeRE.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf(`an unknown escape \%s in a double-quoted string: write \\ for a backslash, or use single quotes ('...'), inside which a backslash is only a backslash`, m[1])
+	}
+	if m := reservedRE.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("a value that starts with %s, which YAML keeps for later use: put the value in quotes", m[1])
 	}
 	if strings.Contains(msg, "'\t'") || strings.Contains(msg, `'\t'`) {
 		return "a tab where YAML does not allow one: indent and separate with spaces"
@@ -102,10 +123,14 @@ func YAMLSyntax(data []byte, line int, msg string) string {
 			return t.mst
 		}
 	}
-	return "invalid YAML: " + msg
+	return "YAML cannot read this line: check its indentation (spaces only, lined up with the keys of the same object), its quotes and brackets, and the line before it"
 }
 
-var dupKeyRE = regexp.MustCompile(`mapping key (".*") already defined at \[(\d+):\d+\]`)
+var (
+	dupKeyRE   = regexp.MustCompile(`mapping key (".*") already defined at \[(\d+):\d+\]`)
+	escapeRE   = regexp.MustCompile(`unknown escape character '(.)'`)
+	reservedRE = regexp.MustCompile(`'(.)' is a reserved character`)
+)
 
 // yamlWords are the parser's messages for the common mistakes, and MST's.
 var yamlWords = []struct{ parser, mst string }{
@@ -124,6 +149,15 @@ var yamlWords = []struct{ parser, mst string }{
 	{"could not find value for mapping key", "a key with no value after it"},
 	{"could not find map value", "a key with no value after it"},
 	{"value cannot be placed after document separator", "text after --- on the same line"},
+	{"end character of single-quoted text", "a single quote (') is not closed: add the closing quote; inside single quotes, write '' for a quote"},
+	{"end character of double-quoted text", `a double quote (") is not closed: add the closing quote; inside double quotes, write \" for a quote`},
+	{"map key-value is pre-defined", "more text after a value on the same line, or a quote left open on a line above (quoted text runs on to the next quote): close the quote, or put the whole value in quotes"},
+	{"value is not allowed in this context", "a value where the indentation allows none: line this key up with the other keys of its object, and indent its value under it with spaces"},
+	{"unexpected directive", "a line that starts with % (a YAML directive) inside the file: put a value that starts with % in quotes"},
+	{"document not started", "a line that starts with % (a YAML directive) inside the file: put a value that starts with % in quotes"},
+	{"unexpected scalar value type", "a value where none can be (a line starting with ? is a complex key, which configs and datasets do not use): check this line, and quote text that starts with ?"},
+	{"unexpected map key", "a key where none can be: check the indentation of this line and the one before"},
+	{"multi-line content", "a | or > (the start of a block of text) with no text under it: indent the text below it, or quote a value that is | or >"},
 	{"surrogate", `a \u escape that is half of a UTF-16 pair and stands for no character: the text would not be valid UTF-8`},
 }
 

@@ -13,7 +13,10 @@
 // named wake (so a test whose calls must outlast an event can make them
 // long, and still let the calls of a later run through by creating it);
 // --stubborn makes it ignore SIGTERM, SIGHUP, SIGINT and SIGPIPE and
-// outlive its stdin, so only SIGKILL ends it. Other arguments are ignored,
+// outlive its stdin, so only SIGKILL ends it; --notes DIR adds the note
+// tools (AddNotes), with annotations of every kind, whose writes create
+// files in DIR; --protocol VERSION makes it speak only that MCP protocol
+// version (an older one, such as 2024-11-05). Other arguments are ignored,
 // so a test may tag its server's command line.
 package testserver
 
@@ -44,7 +47,14 @@ func Main() int {
 		io.Copy(io.Discard, os.Stdin)
 		return 0
 	}
-	s := New(!slices.Contains(args, "--no-tools"))
+	var opts *mcp.ServerOptions
+	if i := slices.Index(args, "--protocol"); i >= 0 && i+1 < len(args) {
+		opts = &mcp.ServerOptions{SupportedProtocolVersions: []string{args[i+1]}}
+	}
+	s := NewWith(!slices.Contains(args, "--no-tools"), opts)
+	if i := slices.Index(args, "--notes"); i >= 0 && i+1 < len(args) {
+		AddNotes(s, args[i+1])
+	}
 	if slices.Contains(args, "--many") {
 		AddMany(s)
 	}
@@ -106,8 +116,11 @@ type crashIn struct {
 }
 
 // New returns the server; with tools false it lists none.
-func New(tools bool) *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "mst-testserver", Version: "1.0.0"}, nil)
+func New(tools bool) *mcp.Server { return NewWith(tools, nil) }
+
+// NewWith is New with the SDK's server options.
+func NewWith(tools bool, opts *mcp.ServerOptions) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "mst-testserver", Version: "1.0.0"}, opts)
 	if !tools {
 		return s
 	}
@@ -175,4 +188,90 @@ func AddMany(s *mcp.Server) {
 	for i := 3; i <= ManyTools; i++ {
 		add(fmt.Sprintf("filler_%02d", i), fmt.Sprintf("Filler number %d; it does nothing useful.", i))
 	}
+}
+
+type noteIn struct {
+	Name string `json:"name" jsonschema:"the note's name: letters, digits, - and _"`
+	Text string `json:"text,omitempty" jsonschema:"the note's text"`
+}
+
+type noteOut struct {
+	Name  string `json:"name"`
+	Bytes int    `json:"bytes"`
+}
+
+// The note tools AddNotes adds, one of each kind of annotation.
+const (
+	ReadNote   = "read_note"   // readOnlyHint true
+	WriteNote  = "write_note"  // a write, destructiveHint false, with an output schema
+	DeleteNote = "delete_note" // destructiveHint true
+	TouchNote  = "touch_note"  // no annotations at all (by the MCP defaults, a write)
+)
+
+// AddNotes adds the note tools, which keep notes as files in dir: a test
+// sees that a write reached the server when its file is there.
+func AddNotes(s *mcp.Server, dir string) {
+	file := func(name string) (string, error) {
+		for _, r := range name {
+			if !(r == '-' || r == '_' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9')) {
+				return "", fmt.Errorf("a note's name is letters, digits, - and _, not %q", name)
+			}
+		}
+		if name == "" {
+			return "", fmt.Errorf("a note needs a name")
+		}
+		return filepath.Join(dir, name), nil
+	}
+	errResult := func(err error) *mcp.CallToolResult {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
+	}
+	no := false
+	mcp.AddTool(s, &mcp.Tool{Name: ReadNote, Description: "Read a note by its name.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, Title: "Read a note"}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in noteIn) (*mcp.CallToolResult, any, error) {
+			f, err := file(in.Name)
+			if err != nil {
+				return errResult(err), nil, nil
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return errResult(fmt.Errorf("no note named %s", in.Name)), nil, nil
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: WriteNote, Description: "Write a note: create it or replace its text.", Annotations: &mcp.ToolAnnotations{DestructiveHint: &no}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in noteIn) (*mcp.CallToolResult, noteOut, error) {
+			f, err := file(in.Name)
+			if err != nil {
+				return errResult(err), noteOut{}, nil
+			}
+			if err := os.WriteFile(f, []byte(in.Text), 0o600); err != nil {
+				return errResult(err), noteOut{}, nil
+			}
+			return nil, noteOut{Name: in.Name, Bytes: len(in.Text)}, nil
+		})
+	yes := true
+	mcp.AddTool(s, &mcp.Tool{Name: DeleteNote, Description: "Delete a note for good.", Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in noteIn) (*mcp.CallToolResult, any, error) {
+			f, err := file(in.Name)
+			if err != nil {
+				return errResult(err), nil, nil
+			}
+			if err := os.Remove(f); err != nil {
+				return errResult(fmt.Errorf("no note named %s", in.Name)), nil, nil
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "deleted " + in.Name}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: TouchNote, Description: "Create an empty note if there is none."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in noteIn) (*mcp.CallToolResult, any, error) {
+			f, err := file(in.Name)
+			if err != nil {
+				return errResult(err), nil, nil
+			}
+			fh, err := os.OpenFile(f, os.O_CREATE|os.O_WRONLY, 0o600)
+			if err != nil {
+				return errResult(err), nil, nil
+			}
+			fh.Close()
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "touched " + in.Name}}}, nil, nil
+		})
 }

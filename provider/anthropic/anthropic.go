@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -67,8 +68,15 @@ func checkBaseURL(s string) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("anthropic: base URL %q is not an absolute http or https URL (for example https://api.anthropic.com)", s)
 	}
+	if err := provider.CheckBaseURL("base URL", s, "the Anthropic SDK", appends...); err != nil {
+		return fmt.Errorf("anthropic: %w", err)
+	}
 	return nil
 }
+
+// appends is the path the SDK adds to a base URL: the base is the API's
+// address without /v1.
+var appends = []string{"/v1/messages"}
 
 // Complete asks the model for its next turn.
 func (c *client) Complete(ctx context.Context, req provider.Request) (provider.Response, error) {
@@ -195,6 +203,17 @@ func newParams(model string, req provider.Request) (sdk.MessageNewParams, error)
 		Model:     sdk.Model(model),
 		MaxTokens: wire.MaxTokens(req.MaxTokens),
 	}
+	if req.ReasoningEffort != "" {
+		budget, err := thinkingBudget(model, req.ReasoningEffort)
+		if err != nil {
+			return sdk.MessageNewParams{}, err
+		}
+		// Thinking tokens count against max_tokens, which must exceed the
+		// budget: the budget comes on top, so MaxTokens stays the room
+		// for the answer.
+		p.Thinking = sdk.ThinkingConfigParamOfEnabled(budget)
+		p.MaxTokens += budget
+	}
 	if req.System != "" {
 		p.System = []sdk.TextBlockParam{{Text: req.System}}
 	}
@@ -224,6 +243,74 @@ func newParams(model string, req provider.Request) (sdk.MessageNewParams, error)
 	return p, nil
 }
 
+// ThinkingBudgets are the extended-thinking budgets, in tokens, that
+// Request.ReasoningEffort selects. 1024 is the least the API takes.
+var ThinkingBudgets = map[string]int64{
+	"minimal": 1024,
+	"low":     2048,
+	"medium":  8192,
+	"high":    24576,
+}
+
+// thinkingBudget is the thinking budget of effort for model, or an error
+// when effort is not a level or the model has no extended thinking.
+func thinkingBudget(model, effort string) (int64, error) {
+	budget, ok := ThinkingBudgets[effort]
+	if !ok {
+		return 0, fmt.Errorf("anthropic: reasoning effort %q is not one of minimal, low, medium, high", effort)
+	}
+	if !SupportsThinking(model) {
+		return 0, fmt.Errorf("anthropic: model %s has no extended thinking, so reasoningEffort cannot apply: remove reasoningEffort, or pick a model that thinks (claude-3-7-sonnet or any Claude 4 model)", model)
+	}
+	return budget, nil
+}
+
+// SupportsThinking reports whether model takes extended thinking: every
+// Claude model from claude-3-7-sonnet on. Names it does not know (a
+// gateway's alias, a test model) are taken to support it, and the API has
+// the last word.
+func SupportsThinking(model string) bool {
+	for _, old := range []string{"claude-2", "claude-instant", "claude-3-opus", "claude-3-sonnet", "claude-3-haiku", "claude-3-5-"} {
+		if strings.HasPrefix(model, old) {
+			return false
+		}
+	}
+	return true
+}
+
+// reasoningBlock is one block of Response.Reasoning: a thinking block (its
+// text and signature) or a redacted one (its data), as the API sent it.
+type reasoningBlock struct {
+	Type      string `json:"type"`
+	Thinking  string `json:"thinking,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Data      string `json:"data,omitempty"`
+}
+
+// reasoning turns Message.Reasoning back into the thinking blocks that
+// start the assistant message.
+func reasoning(raw json.RawMessage) ([]sdk.ContentBlockParamUnion, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	var blocks []reasoningBlock
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		return nil, fmt.Errorf("the reasoning is not this provider's (a list of thinking blocks): %w", err)
+	}
+	out := make([]sdk.ContentBlockParamUnion, 0, len(blocks))
+	for _, b := range blocks {
+		switch b.Type {
+		case "thinking":
+			out = append(out, sdk.NewThinkingBlock(b.Signature, b.Thinking))
+		case "redacted_thinking":
+			out = append(out, sdk.NewRedactedThinkingBlock(b.Data))
+		default:
+			return nil, fmt.Errorf("the reasoning holds a %q block; only thinking and redacted_thinking belong there", b.Type)
+		}
+	}
+	return out, nil
+}
+
 // message maps one message of the conversation.
 func message(m provider.Message) (sdk.MessageParam, error) {
 	var blocks []sdk.ContentBlockParamUnion
@@ -244,6 +331,13 @@ func message(m provider.Message) (sdk.MessageParam, error) {
 		if len(m.ToolResults) > 0 {
 			return sdk.MessageParam{}, errors.New("an assistant message cannot carry tool results")
 		}
+		// The model's thinking comes back first, as it was sent: the API
+		// needs it to go on after a tool call with thinking on.
+		th, err := reasoning(m.Reasoning)
+		if err != nil {
+			return sdk.MessageParam{}, err
+		}
+		blocks = append(blocks, th...)
 		if m.Text != "" {
 			blocks = append(blocks, sdk.NewTextBlock(m.Text))
 		}
@@ -279,15 +373,24 @@ func toolResult(r provider.ToolResult) sdk.ContentBlockParamUnion {
 func fromMessage(m *sdk.Message) provider.Response {
 	var r provider.Response
 	var text strings.Builder
+	var thinking []reasoningBlock
 	for _, b := range m.Content {
 		switch b.Type {
 		case "text":
 			text.WriteString(b.Text)
 		case "tool_use":
 			r.ToolCalls = append(r.ToolCalls, provider.ToolCall{ID: b.ID, Name: b.Name, Arguments: wire.Arguments(b.Input)})
+		case "thinking":
+			thinking = append(thinking, reasoningBlock{Type: b.Type, Thinking: b.Thinking, Signature: b.Signature})
+		case "redacted_thinking":
+			thinking = append(thinking, reasoningBlock{Type: b.Type, Data: b.Data})
 		}
 	}
 	r.Text = text.String()
+	if len(thinking) > 0 {
+		// Marshalling strings and a fixed struct cannot fail.
+		r.Reasoning, _ = json.Marshal(thinking)
+	}
 	u := m.Usage
 	r.Usage = provider.Usage{
 		InputTokens:  u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens,
@@ -305,6 +408,7 @@ func Definition() *provider.Definition {
 		Name:        name,
 		Description: "Anthropic's Claude models through the Messages API.",
 		KeyVar:      "ANTHROPIC_API_KEY",
+		Appends:     appends,
 		New:         New,
 	}
 }

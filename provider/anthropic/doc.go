@@ -13,16 +13,30 @@
 //     by a text block; an assistant message becomes a text block followed by
 //     tool_use blocks. Tools are offered with their JSON Schema sent as it is.
 //   - In the response, text blocks are joined into Response.Text and tool_use
-//     blocks become ToolCalls (id, name, raw JSON input). Thinking and server
-//     tool blocks are dropped.
+//     blocks become ToolCalls (id, name, raw JSON input). Thinking and
+//     redacted thinking blocks, with their signatures, go into
+//     Response.Reasoning as a JSON list; an assistant Message's Reasoning is
+//     sent back as those blocks, first in the message, as the API requires
+//     to go on after a tool call with thinking on. Server tool blocks are
+//     dropped.
 //   - Usage.InputTokens counts every input token, whether read from the
 //     prompt cache, written to it or neither (the way OpenAI counts);
 //     Usage.CachedTokens is the part read from the cache.
 //   - StopReason is the API's stop_reason ("end_turn", "tool_use",
 //     "max_tokens", …).
-//   - Request.ReasoningEffort is ignored. Extended thinking would need the
-//     thinking blocks (with their signatures) of earlier assistant turns sent
-//     back with every tool result, and provider.Message does not carry them.
+//   - Request.ReasoningEffort turns on extended thinking with a budget per
+//     level (ThinkingBudgets: minimal 1024, low 2048, medium 8192, high
+//     24576 tokens). Thinking tokens count against max_tokens, which must
+//     exceed the budget, so max_tokens is Request.MaxTokens plus the budget:
+//     MaxTokens stays the room for the answer. Thinking does not combine
+//     with a temperature, top_k or a forced tool choice, and this provider
+//     sets none of them. A model from before extended thinking (Claude 3
+//     and 3.5, see SupportsThinking) is refused with an error that says
+//     so, before anything is sent. The API counts thinking in
+//     output_tokens and reports no separate figure, so Usage has none.
+//   - A base URL (Options.BaseURL) is the API's address without /v1: the SDK
+//     appends /v1/messages. New refuses one whose path already ends in
+//     /v1, /v1/messages or /messages, with the address to write instead.
 //
 // Errors: the SDK retries 408, 409, 429 and 5xx answers itself, honouring
 // retry-after headers, Options.MaxRetries times. An error event inside the

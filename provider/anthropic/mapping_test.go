@@ -74,7 +74,7 @@ func TestNewParams(t *testing.T) {
 				ReasoningEffort: "high",
 				Messages: []provider.Message{
 					{Role: provider.User, Text: "Echo hi."},
-					{Role: provider.Assistant, Text: "Calling.", ToolCalls: []provider.ToolCall{
+					{Role: provider.Assistant, Text: "Calling.", Reasoning: json.RawMessage(`[{"type":"thinking","thinking":"Echo it.","signature":"sig1"},{"type":"redacted_thinking","data":"opaque"}]`), ToolCalls: []provider.ToolCall{
 						{ID: "toolu_1", Name: "echo", Arguments: json.RawMessage(`{"s":"hi"}`)},
 						{ID: "toolu_2", Name: "now"},
 					}},
@@ -86,10 +86,13 @@ func TestNewParams(t *testing.T) {
 			},
 			want: `{
 				"model": "claude-other",
-				"max_tokens": 100,
+				"max_tokens": 24676,
+				"thinking": {"type": "enabled", "budget_tokens": 24576},
 				"messages": [
 					{"role": "user", "content": [{"type": "text", "text": "Echo hi."}]},
 					{"role": "assistant", "content": [
+						{"type": "thinking", "thinking": "Echo it.", "signature": "sig1"},
+						{"type": "redacted_thinking", "data": "opaque"},
 						{"type": "text", "text": "Calling."},
 						{"type": "tool_use", "id": "toolu_1", "name": "echo", "input": {"s": "hi"}},
 						{"type": "tool_use", "id": "toolu_2", "name": "now", "input": {}}
@@ -139,6 +142,22 @@ func TestNewParamsErrors(t *testing.T) {
 			want: "anthropic: message 1: the assistant message is empty",
 		},
 		{
+			name: "effort not a level",
+			req:  provider.Request{ReasoningEffort: "extreme", Messages: []provider.Message{{Role: provider.User, Text: "x"}}},
+			want: `anthropic: reasoning effort "extreme" is not one of minimal, low, medium, high`,
+		},
+		{
+			name: "effort on a model without thinking",
+			req:  provider.Request{Model: "claude-3-5-haiku-20241022", ReasoningEffort: "low", Messages: []provider.Message{{Role: provider.User, Text: "x"}}},
+			want: "anthropic: model claude-3-5-haiku-20241022 has no extended thinking",
+		},
+		{
+			name: "foreign reasoning",
+			req: provider.Request{Messages: []provider.Message{{Role: provider.User, Text: "x"},
+				{Role: provider.Assistant, Text: "y", Reasoning: json.RawMessage(`{"encrypted_content":"z"}`)}}},
+			want: "anthropic: message 1: the reasoning is not this provider's",
+		},
+		{
 			name: "user tool call",
 			req:  provider.Request{Messages: []provider.Message{{Role: provider.User, ToolCalls: []provider.ToolCall{{ID: "a"}}}}},
 			want: "anthropic: message 0: a user message cannot carry tool calls",
@@ -164,12 +183,13 @@ func TestFromMessage(t *testing.T) {
 		{
 			name: "text",
 			msg: `{"id":"msg_1","type":"message","role":"assistant","model":"m","stop_reason":"end_turn",
-				"content":[{"type":"thinking","thinking":"hmm","signature":"s"},{"type":"text","text":"Hello, "},{"type":"text","text":"world."}],
+				"content":[{"type":"thinking","thinking":"hmm","signature":"s"},{"type":"redacted_thinking","data":"d"},{"type":"text","text":"Hello, "},{"type":"text","text":"world."}],
 				"usage":{"input_tokens":3,"output_tokens":4,"cache_read_input_tokens":100,"cache_creation_input_tokens":20}}`,
 			want: provider.Response{
 				Text:       "Hello, world.",
 				StopReason: "end_turn",
 				Usage:      provider.Usage{InputTokens: 123, OutputTokens: 4, CachedTokens: 100},
+				Reasoning:  json.RawMessage(`[{"type":"thinking","thinking":"hmm","signature":"s"},{"type":"redacted_thinking","data":"d"}]`),
 			},
 		},
 		{
@@ -215,6 +235,7 @@ func TestNew(t *testing.T) {
 		{name: "base URL", model: "m", opts: provider.Options{APIKey: "k", BaseURL: "http://127.0.0.1:1"}},
 		{name: "no key", model: "m", wantErr: "anthropic: no API key: set ANTHROPIC_API_KEY"},
 		{name: "no model", opts: provider.Options{APIKey: "k"}, wantErr: "anthropic: no model name: name one, such as claude-sonnet-4-5"},
+		{name: "base URL with /v1", model: "m", opts: provider.Options{APIKey: "k", BaseURL: "http://127.0.0.1:1/v1"}, wantErr: `anthropic: base URL: the path of "http://127.0.0.1:1/v1" ends in /v1, but the Anthropic SDK appends /v1/messages to the base URL itself, so its requests would go to /v1/v1/messages; drop /v1: write "http://127.0.0.1:1"`},
 		{name: "bad base URL", model: "m", opts: provider.Options{APIKey: "k", BaseURL: "localhost:8080"}, wantErr: `anthropic: base URL "localhost:8080" is not an absolute http or https URL (for example https://api.anthropic.com)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -108,6 +108,7 @@ func Definition() *provider.Definition {
 		Description:            "OpenAI's models, or any OpenAI-compatible server, through the Responses or Chat Completions API.",
 		KeyVar:                 "OPENAI_API_KEY",
 		KeyOptionalWithBaseURL: true,
+		Appends:                []string{"/responses", "/chat/completions"},
 		New:                    New,
 	}
 }

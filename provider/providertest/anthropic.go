@@ -26,8 +26,10 @@ type anthropicRequest struct {
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
 	Tools []struct {
-		Name string `json:"name"`
-		Type string `json:"type"`
+		Name        string          `json:"name"`
+		Type        string          `json:"type"`
+		Description string          `json:"description"`
+		InputSchema json.RawMessage `json:"input_schema"`
 	} `json:"tools"`
 }
 
@@ -42,8 +44,9 @@ func parseAnthropic(body []byte) (parsed, error) {
 			p.tools = append(p.tools, offeredTool{recorded: t.Type})
 			continue
 		}
-		p.tools = append(p.tools, offeredTool{recorded: t.Name, name: t.Name})
+		p.tools = append(p.tools, offeredTool{recorded: t.Name, name: t.Name, description: t.Description, schema: t.InputSchema})
 	}
+	p.history = anthropicHistory(body)
 	var texts []string
 	for _, m := range req.Messages {
 		if m.Role == "assistant" {

@@ -32,7 +32,9 @@ type chatRequest struct {
 	Tools []struct {
 		Type     string `json:"type"`
 		Function struct {
-			Name string `json:"name"`
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
 		} `json:"function"`
 		Custom struct {
 			Name string `json:"name"`
@@ -55,8 +57,9 @@ func parseChat(body []byte) (parsed, error) {
 			p.tools = append(p.tools, offeredTool{recorded: t.Type})
 			continue
 		}
-		p.tools = append(p.tools, offeredTool{recorded: name, name: name})
+		p.tools = append(p.tools, offeredTool{recorded: name, name: name, description: t.Function.Description, schema: t.Function.Parameters})
 	}
+	p.history = chatHistory(body)
 	var texts []string
 	for _, m := range req.Messages {
 		if m.Role == "assistant" {

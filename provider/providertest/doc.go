@@ -33,5 +33,12 @@
 // request (as all of them do) gets the next scripted turn each time. The
 // server keeps no conversation state of its own.
 //
+// With Script.Offline set, MST's offline model (package provider/offline)
+// answers in place of the Conversations: the server reads the offered
+// tools (names, descriptions, input schemas) and the whole history, tool
+// calls and results included, and the offline model decides the turn, so
+// a real CLI can run an eval on it. Tools are scored under their servers'
+// own names, without the mcp__server__ or mcp_server_ prefix a CLI adds.
+//
 // A Server may be used from many goroutines at once.
 package providertest

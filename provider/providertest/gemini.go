@@ -84,15 +84,23 @@ func parseGemini(body []byte, model string, stream bool) (parsed, error) {
 			continue
 		}
 		var fns []struct {
-			Name string `json:"name"`
+			Name                 string          `json:"name"`
+			Description          string          `json:"description"`
+			Parameters           json.RawMessage `json:"parameters"`
+			ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
 		}
 		if err := json.Unmarshal(decls, &fns); err != nil {
 			return p, fmt.Errorf("providertest: tools[].functionDeclarations: %w", err)
 		}
 		for _, fn := range fns {
-			p.tools = append(p.tools, offeredTool{recorded: fn.Name, name: fn.Name})
+			schema := fn.ParametersJSONSchema
+			if len(schema) == 0 {
+				schema = fn.Parameters
+			}
+			p.tools = append(p.tools, offeredTool{recorded: fn.Name, name: fn.Name, description: fn.Description, schema: schema})
 		}
 	}
+	p.history = geminiHistory(req.Contents)
 	var texts []string
 	for _, c := range req.Contents {
 		if c.Role == "model" {

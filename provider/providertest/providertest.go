@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mst-eval/mst/provider"
 )
 
 // Script tells the server how to answer. The zero Script answers every model
@@ -35,6 +37,16 @@ type Script struct {
 	// that many Conversations have a request in flight at once (see Gate).
 	// It is applied before Latency.
 	Gate Gate
+	// Offline, when true, has MST's offline model (package
+	// provider/offline) answer every request in place of Conversations:
+	// it reads the offered tools and the whole conversation, tool results
+	// included, and decides the turn as that package documents. The tools
+	// are shown to it under their servers' own names, without the prefix a
+	// CLI adds (mcp__server__ for Claude Code, mcp_server_ for the Gemini
+	// CLI; Codex's namespaced tools already carry their own names), and
+	// its calls are answered with the names as offered. Faults, Gate and
+	// Latency apply as they do to scripted answers.
+	Offline bool
 }
 
 // Conversation is the scripted model side of one conversation.
@@ -151,6 +163,8 @@ type Server struct {
 	// Latency; tests of this package use it to make requests overlap.
 	hold func(ctx context.Context)
 	gate *gate // nil without Script.Gate
+	// offline is Script.Offline.
+	offline bool
 
 	mu          sync.Mutex
 	requests    []Request
@@ -175,6 +189,7 @@ func newServer(t testing.TB, s Script, hold func(ctx context.Context)) *Server {
 		latency: s.Latency,
 		hold:    hold,
 		gate:    newGate(s.Gate),
+		offline: s.Offline,
 		ids:     map[string]int{},
 	}
 	for i, c := range s.Conversations {
@@ -241,6 +256,8 @@ type parsed struct {
 	tools         []offeredTool
 	firstUserText string
 	turn          int
+	// history is the conversation as the offline model reads it.
+	history []provider.Message
 }
 
 // idSource hands out identifiers such as toolu_1 that are unique within a

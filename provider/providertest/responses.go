@@ -19,9 +19,11 @@ func responsesFormat() *format {
 }
 
 type responsesTool struct {
-	Type  string          `json:"type"`
-	Name  string          `json:"name"`
-	Tools []responsesTool `json:"tools"` // a namespace's own tools
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Tools       []responsesTool `json:"tools"` // a namespace's own tools
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
 }
 
 type responsesRequest struct {
@@ -74,14 +76,16 @@ func parseResponses(body []byte) (parsed, error) {
 			for _, inner := range t.Tools {
 				p.tools = append(p.tools, offeredTool{
 					recorded: t.Name + "." + inner.Name, name: inner.Name, namespace: t.Name,
+					description: inner.Description, schema: inner.Parameters,
 				})
 			}
 		case t.Name == "":
 			p.tools = append(p.tools, offeredTool{recorded: t.Type})
 		default:
-			p.tools = append(p.tools, offeredTool{recorded: t.Name, name: t.Name})
+			p.tools = append(p.tools, offeredTool{recorded: t.Name, name: t.Name, description: t.Description, schema: t.Parameters})
 		}
 	}
+	p.history = responsesHistory(req.Input)
 	var inputErr error
 	var text string
 	switch {

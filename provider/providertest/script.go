@@ -88,10 +88,16 @@ type offeredTool struct {
 	recorded  string // as in Request.Tools
 	name      string // as the model names it in a call; "" if it has none
 	namespace string // Responses namespace tools only
+	// description and schema are what the offline model reads.
+	description string
+	schema      json.RawMessage
 }
 
-// answerFor picks the scripted turn for a request.
+// answerFor picks the scripted turn for a request, or the offline model's.
 func (s *Server) answerFor(p parsed) answer {
+	if s.offline {
+		return offlineAnswer(p)
+	}
 	turns := s.conversation(p.firstUserText)
 	if len(turns) == 0 {
 		return answer{text: exhausted, input: defaultInputTokens, output: defaultOutputTokens}
