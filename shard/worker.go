@@ -285,6 +285,25 @@ func (r *workerRun) ready(ctx context.Context) error {
 			}
 		}
 	}
+	// What each client needs on this machine (an installed CLI), checked
+	// here for machines the coordinator could not look at.
+	var missing []error
+	checked := map[string]bool{}
+	for _, set := range r.b.Settings {
+		id := set.Client + "\x00" + string(set.Options)
+		if checked[id] {
+			continue
+		}
+		checked[id] = true
+		if def, err := r.w.Clients.Lookup(set.Client); err == nil && def.Preflight != nil {
+			if err := def.Preflight(set.Options); err != nil {
+				missing = append(missing, fmt.Errorf("variant %s: %w", set.Variant, err))
+			}
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("readiness check failed, no trial ran: this machine lacks what a client needs:\n%w", errors.Join(missing...))
+	}
 	list, err := resolveServers(list, r.tokens.env())
 	if err != nil {
 		return fmt.Errorf("readiness check failed, no trial ran:\n%w", err)

@@ -186,6 +186,7 @@ Start with the quickstart, which runs offline with no keys:
 		newSchemaCmd(stdio),
 		newReportCmd(stdio),
 		newCollectCmd(stdio),
+		newMCPStdioCmd(stdio),
 		newVersionCmd(stdio),
 		newClientsCmd(stdio),
 		newRunnerCmd(stdio),
