@@ -42,8 +42,9 @@ type Config struct {
 	// Each has been accepted by the Catalog's ParseGrader.
 	Graders []json.RawMessage `json:"graders,omitempty"`
 	Limits  Limits            `json:"limits,omitzero"`
-	// Results is the folder runs are written to (default ./mst-results,
-	// relative to the working directory, not the config).
+	// Results is where runs are kept (results, or results.store, in the
+	// file): a folder (default ./mst-results, relative to the working
+	// directory, not the config) or a gs:// or s3:// URL.
 	Results string `json:"results,omitempty"`
 
 	// File is the path the config was read from, as given to Load; Dir is
@@ -140,6 +141,10 @@ type Limits struct {
 	// Servers caps trials in flight per server across all shards; keys are
 	// declared servers.
 	Servers map[string]int `json:"servers,omitempty"`
+	// ServerCalls caps tool calls in flight per server across all shards,
+	// counted by MST's proxy as each call reaches the server; keys are
+	// declared servers.
+	ServerCalls map[string]int `json:"serverCalls,omitempty"`
 }
 
 // Duration is a time.Duration written as a Go duration string ("30s").

@@ -419,10 +419,12 @@ func (l *loader) checkVariants(root map[string]any) {
 		}
 	}
 	limits, _ := root["limits"].(map[string]any)
-	perServer, _ := limits["servers"].(map[string]any)
-	for _, srv := range sortedKeys(perServer) {
-		if servers != nil && !hasKey(servers, srv) {
-			l.add([]string{"limits", "servers", srv}, unknown(srv))
+	for _, key := range []string{"servers", "serverCalls"} {
+		perServer, _ := limits[key].(map[string]any)
+		for _, srv := range sortedKeys(perServer) {
+			if servers != nil && !hasKey(servers, srv) {
+				l.add([]string{"limits", key, srv}, unknown(srv))
+			}
 		}
 	}
 }
@@ -493,6 +495,10 @@ func (l *loader) clientSchema(client string) (*compiledSchema, string) {
 // resolving paths.
 func (l *loader) decode(root map[string]any) *Config {
 	delete(root, "$schema")
+	// results: {store: LOC} is the long form of results: LOC.
+	if r, ok := root["results"].(map[string]any); ok {
+		root["results"] = r["store"]
+	}
 	if list, ok := root["datasets"].([]any); ok {
 		for i, item := range list {
 			p, _ := datasetPath(item)

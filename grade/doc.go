@@ -1,4 +1,5 @@
-// Package grade scores transcripts with deterministic graders.
+// Package grade scores transcripts with deterministic graders and with
+// LLM judges.
 //
 // A grader spec is a JSON object with exactly one key, the grader's name,
 // whose value configures it:
@@ -11,13 +12,17 @@
 //	{"toolNotCalled": "delete_file"}
 //	{"toolNotCalled": {"tool": "delete_file", "server": "fs"}}
 //	{"maxToolCalls": 5}
+//	{"judge": {"rubric": "supported", "model": "anthropic/claude-sonnet-4-5"}}
+//	{"judge": {"rubric": "correct", "reference": "12°C", "model": "offline", "scale": {"min": 0, "max": 10}}}
+//	{"judge": {"criteria": "The answer is polite.", "model": "openai/gpt-5", "gate": false}}
 //
 // Specs come from the eval config's graders list and from each case's
 // expect list; a trial is scored by both. Schema returns the JSON Schema of
 // one spec, which the config's schema embeds.
 //
 // Parse checks a spec completely (types, unknown keys, regular expressions),
-// so a Grader that parsed cannot fail later: Grade always returns a Result.
+// so a deterministic Grader that parsed cannot fail later: Grade always
+// returns a Result.
 // Its errors name the path inside the spec but no file; the caller puts the
 // file and the list index in front ("eval.yaml: graders[2]: ").
 //
@@ -28,6 +33,17 @@
 // are kept, with the reason); errored, cancelled and skipped trials are not
 // graded at all, because a trial that could not run properly is neither a
 // pass nor a failure. docs/grading.md states the rule for users.
+//
+// A judge (judge.go) is a ContextGrader: it sends a rubric, the task and
+// the answer or the tool calls (or both) to a model through the provider
+// layer, using Judges for the providers, keys and limits, and records a
+// Verdict (verdict, score on its Scale, rationale, and a hash of the
+// judge's prompt, model and settings). TrialContext grades with judges;
+// a judge that gives no verdict (the provider failed, the model refused
+// or answered in another shape) makes the grade errored, never failed,
+// unless the judge has gate: false. The built-in rubrics are in
+// rubrics.go; the offline model (provider/offline) has a documented
+// judging rule, so judged evals run without a key.
 //
 // Graders that name tools implement Referrer. Before the first trial, the
 // readiness check compares what they name with the tools the variant's

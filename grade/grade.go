@@ -1,6 +1,7 @@
 package grade
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -26,6 +27,18 @@ type Result struct {
 	Passed bool   `json:"passed"`
 	// Detail says why the grader failed, in words; it is empty on a pass.
 	Detail string `json:"detail,omitempty"`
+	// Error says why the grader could give no verdict (a judge whose model
+	// failed, refused or answered in another shape). Passed is then false,
+	// and the trial's grade is errored, not failed, unless the result is
+	// Advisory.
+	Error string `json:"error,omitempty"`
+	// Advisory marks a result that does not decide whether the trial
+	// passes (a judge with gate: false): it is recorded and reported only.
+	Advisory bool `json:"advisory,omitempty"`
+	// Judge is a judge's verdict, score and rationale; nil for the
+	// deterministic graders. A judge that errored has only its Hash,
+	// Model and Scale here, and no Verdict.
+	Judge *Verdict `json:"judge,omitempty"`
 }
 
 // TrialGrade is the grade of one trial, with the few facts of its
@@ -46,6 +59,12 @@ type TrialGrade struct {
 	// Trial is what the transcript said; it is zero in the grades of runs
 	// made before it was recorded (Status is then empty).
 	Trial Summary `json:"transcript,omitzero"`
+	// Errored says why the trial could not be graded although it ran to
+	// an end: a grader that decides the trial gave no verdict (Result.Error
+	// of a judge). Graded and Passed are then false: an errored grade is
+	// neither a pass nor a failure, and grading the trial again may give
+	// one.
+	Errored string `json:"errored,omitempty"`
 	// Superseded marks a grade that stands for no transcript: the trial's
 	// transcript is about to be replaced (a resumed run's retry), so the
 	// trial must be graded again, whatever is stored when it is next read.
@@ -120,7 +139,18 @@ func summaryDetail(detail string) string {
 //     graded and without results. An infrastructure failure, an
 //     interrupted or a never-started trial is neither a pass nor a
 //     failure; pass rates leave it out.
+//
+// Judges (ContextGrader) are asked through Trial with no Judges, so they
+// give errors; grading with judges goes through TrialContext.
 func Trial(t *transcript.Transcript, graders []Grader) TrialGrade {
+	return TrialContext(context.Background(), t, graders, nil)
+}
+
+// TrialContext is Trial with a context and the Judges that judges reach
+// their models through. A grader that decides the trial (not Advisory)
+// and gives an Error makes the whole grade errored: Graded false, Errored
+// set, the other results kept.
+func TrialContext(ctx context.Context, t *transcript.Transcript, graders []Grader, judges *Judges) TrialGrade {
 	g := TrialGrade{Key: t.Key, Trial: Summarize(t)}
 	status := t.Outcome.Status
 	switch status {
@@ -134,11 +164,26 @@ func Trial(t *transcript.Transcript, graders []Grader) TrialGrade {
 		g.Results = make([]Result, 0, len(graders))
 	}
 	for _, gr := range graders {
-		r := gr.Grade(t)
+		var r Result
+		if cg, ok := gr.(ContextGrader); ok {
+			r = cg.GradeWith(ctx, t, judges)
+		} else {
+			r = gr.Grade(t)
+		}
 		g.Results = append(g.Results, r)
-		if !r.Passed {
+		switch {
+		case r.Advisory:
+		case r.Error != "":
+			if g.Errored == "" {
+				g.Errored = r.Grader + ": " + r.Error
+			}
+		case !r.Passed:
 			g.Passed = false
 		}
+	}
+	if g.Errored != "" {
+		g.Graded, g.Passed = false, false
+		return g
 	}
 	if status != transcript.Answered {
 		g.Failed = "the trial ended " + status + ", without an answer; only an answered trial can pass"

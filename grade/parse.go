@@ -24,11 +24,12 @@ const (
 	keyToolCalled     = "toolCalled"
 	keyToolNotCalled  = "toolNotCalled"
 	keyMaxToolCalls   = "maxToolCalls"
+	keyJudge          = "judge"
 )
 
 // graderNames lists the spec keys in the order errors list them.
 func graderNames() []string {
-	return []string{keyAnswerContains, keyAnswerMatches, keyMaxToolCalls, keyToolCalled, keyToolNotCalled}
+	return []string{keyAnswerContains, keyAnswerMatches, keyJudge, keyMaxToolCalls, keyToolCalled, keyToolNotCalled}
 }
 
 // Parse parses one grader spec: a JSON object with exactly one key naming
@@ -63,6 +64,8 @@ func Parse(spec json.RawMessage) (Grader, error) {
 		return parseToolNotCalled(v)
 	case keyMaxToolCalls:
 		return parseMaxToolCalls(v)
+	case keyJudge:
+		return parseJudge(v)
 	}
 	if s := suggest(key, graderNames()); s != "" {
 		return nil, fmt.Errorf("unknown grader %q (did you mean %s?)", key, s)

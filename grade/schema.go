@@ -13,7 +13,7 @@ func Schema() json.RawMessage {
 
 const schema = `{
   "title": "Grader",
-  "description": "A deterministic grader: an object with exactly one key, the grader's name.",
+  "description": "A grader: an object with exactly one key, the grader's name. All but judge are deterministic.",
   "type": "object",
   "oneOf": [
     {
@@ -105,6 +105,44 @@ const schema = `{
           "type": "integer",
           "minimum": 0,
           "maximum": 2147483647
+        }
+      }
+    },
+    {
+      "type": "object",
+      "required": ["judge"],
+      "additionalProperties": false,
+      "properties": {
+        "judge": {
+          "description": "An LLM judge: a model grades the trial against a rubric and gives a verdict (pass or fail), a score on the scale and its rationale. A judge that errors gives an errored grade, never a fail. docs/grading.md describes the built-in rubrics.",
+          "type": "object",
+          "required": ["model"],
+          "additionalProperties": false,
+          "oneOf": [{"required": ["rubric"]}, {"required": ["criteria"]}],
+          "properties": {
+            "rubric": {"type": "string", "enum": ["correct", "rightTools", "supported"], "description": "A built-in rubric: correct (the answer agrees with the reference), rightTools (the right tools with the right arguments), supported (no claim the tool results do not back)."},
+            "criteria": {"type": "string", "minLength": 1, "description": "Your own rubric, in words, in place of a built-in one."},
+            "reference": {"type": "string", "minLength": 1, "description": "What the judge compares with: the right answer (required by rubric correct), or the calls expected. Usually given in a case's expect list."},
+            "model": {"type": "string", "minLength": 1, "description": "The judge model, PROVIDER/MODEL: anthropic/claude-sonnet-4-5, openai/gpt-5, or offline (MST's deterministic model, for demos and tests)."},
+            "input": {"type": "string", "enum": ["answer", "toolCalls", "both"], "description": "What the judge reads besides the task: the final answer, the tool calls as the servers got them (with results), or both. The default depends on the rubric: answer for correct, toolCalls for rightTools, both otherwise."},
+            "scale": {
+              "type": "object",
+              "required": ["min", "max"],
+              "additionalProperties": false,
+              "description": "The range of the score, both ends included.",
+              "default": {"min": 1, "max": 5},
+              "properties": {
+                "min": {"type": "integer", "minimum": -1000, "maximum": 1000},
+                "max": {"type": "integer", "minimum": -1000, "maximum": 1000}
+              }
+            },
+            "gate": {"type": "boolean", "default": true, "description": "Whether the verdict decides if the trial passes; false records and reports the score only."},
+            "name": {"type": "string", "minLength": 1, "description": "A label for the judge in reports, in place of the rubric's name."},
+            "baseURL": {"type": "string", "minLength": 1, "description": "The provider's API address, for a gateway or an OpenAI-compatible server."},
+            "api": {"type": "string", "enum": ["responses", "chat"], "description": "For OpenAI models: the wire format (default responses)."},
+            "apiKeyEnv": {"type": "string", "minLength": 1, "description": "The variable (in the secrets file or MST's environment) that holds the judge's key, in place of the provider's own (ANTHROPIC_API_KEY, OPENAI_API_KEY)."},
+            "maxTokens": {"type": "integer", "minimum": 1, "maximum": 1000000, "default": 1024, "description": "The most tokens the judge's reply may take."}
+          }
         }
       }
     }

@@ -231,6 +231,9 @@ func Build(in Input) Report {
 		r.Variants[vi] = variantStats(v, accs[vi], cells, complete, vi, len(cases)*k, k)
 	}
 
+	addJudgeStats(&r, in.Trials, vIndex, cIndex, complete, k) // judges.go
+	r.Grades, r.NotGraded = in.GradeSet, in.NotGraded
+
 	r.Cases = make([]CaseRow, len(cases))
 	for ci, id := range cases {
 		row := CaseRow{Case: id, Complete: complete[ci], Variants: make([]CaseCell, len(variants))}

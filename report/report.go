@@ -31,6 +31,10 @@ type Trial struct {
 	OutputTokens int64   `json:"outputTokens"`
 	DurationMs   float64 `json:"durationMs"`
 	ToolCalls    int     `json:"toolCalls"`
+	// Judges are the judges' scores of the trial (judges.go); GradeError
+	// is grade.TrialGrade.Errored.
+	Judges     []JudgeScore `json:"judges,omitempty"`
+	GradeError string       `json:"gradeError,omitempty"`
 }
 
 // NewTrial makes the report record of one graded trial: the one way a
@@ -47,6 +51,8 @@ func NewTrial(g grade.TrialGrade) Trial {
 		OutputTokens: g.Trial.OutputTokens,
 		DurationMs:   g.Trial.DurationMs,
 		ToolCalls:    g.Trial.ToolCalls,
+		Judges:       judgeScores(g),
+		GradeError:   g.Errored,
 	}
 }
 
@@ -72,6 +78,11 @@ type Input struct {
 	// plan (an unknown case or variant, a trial index out of range) and
 	// repeated keys after the first are ignored and counted.
 	Trials []Trial
+	// GradeSet says which of the run's grade sets the trials' grades come
+	// from (nil: not said); NotGraded that the run was collected without
+	// grading.
+	GradeSet  *GradeSetInfo
+	NotGraded bool
 }
 
 // Report holds the statistics of one run. It marshals to the JSON that
@@ -87,7 +98,11 @@ type Report struct {
 	CompleteCases   int `json:"completeCases"`
 	IncompleteCases int `json:"incompleteCases"`
 	// Ignored counts trial records outside the plan or repeated.
-	Ignored     int            `json:"ignored,omitempty"`
+	Ignored int `json:"ignored,omitempty"`
+	// Grades is the grade set shown (judges.go); NotGraded is true for a
+	// run collected with --no-grade and not graded since.
+	Grades      *GradeSetInfo  `json:"grades,omitempty"`
+	NotGraded   bool           `json:"notGraded,omitempty"`
 	Variants    []VariantStats `json:"variants"`
 	Cases       []CaseRow      `json:"cases"`
 	Comparisons []Comparison   `json:"comparisons"`
@@ -148,6 +163,11 @@ type VariantStats struct {
 	// little about the variant.
 	LatencyMs Latency       `json:"latencyMs"`
 	ToolCalls ToolCallStats `json:"toolCalls"`
+	// Judges summarise each judge's scores (judges.go), absent without
+	// judges; GradeErrors counts the trials of complete cases whose
+	// grading errored (a judge gave no verdict).
+	Judges      []JudgeStats `json:"judges,omitempty"`
+	GradeErrors int          `json:"gradeErrors,omitempty"`
 }
 
 // PassK is pass@k and pass^k of one variant for one k, estimated without

@@ -7,7 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
+	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/transcript"
 )
 
@@ -16,17 +18,25 @@ import (
 // per-case matrix, the comparisons in words, notes on what is missing, and
 // a footer naming the methods. Columns are aligned with spaces; messages
 // from transcripts are quoted, and ids and names have control characters
-// escaped.
-func (r Report) WriteText(w io.Writer) error {
+// escaped. It sets no width limit: WriteTextWidth fits a terminal.
+func (r Report) WriteText(w io.Writer) error { return r.WriteTextWidth(w, 0) }
+
+// WriteTextWidth writes the report as WriteText does, within width
+// characters a line (0: no limit): tables leave out their least needed
+// columns and shorten long names with "…", and sentences wrap. Ids in the
+// header are never shortened, so a line holding one may be longer.
+func (r Report) WriteTextWidth(w io.Writer, width int) error {
 	ew := &errWriter{w: w}
-	r.writeHeader(ew)
-	r.writeVariants(ew)
-	r.writeErrorGroups(ew)
-	r.writePassK(ew)
-	r.writeCases(ew)
-	r.writeComparisons(ew)
-	r.writeNotes(ew)
-	r.writeMethods(ew)
+	r.writeHeader(ew, width)
+	r.writeGrades(ew) // judges.go
+	r.writeVariants(ew, width)
+	r.writeErrorGroups(ew, width)
+	r.writePassK(ew, width)
+	r.writeJudges(ew) // judges.go
+	r.writeCases(ew, width)
+	r.writeComparisons(ew, width)
+	r.writeNotes(ew, width)
+	r.writeMethods(ew, width)
 	return ew.err
 }
 
@@ -57,13 +67,11 @@ func newTable(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 }
 
-func (r Report) writeHeader(w io.Writer) {
-	tw := newTable(w)
+func (r Report) writeHeader(w io.Writer, width int) {
 	eval := r.Run.Eval
 	if eval == "" {
 		eval = "(unnamed)"
 	}
-	fmt.Fprintf(tw, "Eval\t%s\n", text(eval))
 	run := text(r.Run.ID)
 	if run == "" {
 		run = "(no id)"
@@ -71,12 +79,22 @@ func (r Report) writeHeader(w io.Writer) {
 	if r.Run.Collect != "" {
 		run += " (" + text(r.Run.Collect) + ")"
 	}
-	fmt.Fprintf(tw, "Run\t%s\n", run)
-	fmt.Fprintf(tw, "Plan\t%s × %s × %s = %s\n",
-		plural(len(r.Variants), "variant"), plural(len(r.Cases), "case"),
-		plural(r.Run.TrialsPerCase, "trial"), plural(r.Counts.Planned, "trial"))
-	fmt.Fprintf(tw, "Outcomes\t%s\n", outcomeSummary(r.Counts))
-	tw.Flush()
+	const indent = "          "
+	for _, l := range [][2]string{
+		{"Eval", text(eval)},
+		{"Run", run},
+		{"Plan", fmt.Sprintf("%s × %s × %s = %s",
+			plural(len(r.Variants), "variant"), plural(len(r.Cases), "case"),
+			plural(r.Run.TrialsPerCase, "trial"), plural(r.Counts.Planned, "trial"))},
+		{"Outcomes", outcomeSummary(r.Counts)},
+	} {
+		room := 0
+		if width > 0 {
+			room = max(width-len(indent), 1)
+		}
+		value := strings.ReplaceAll(Wrap(l[1], room, ""), "\n", "\n"+indent)
+		fmt.Fprintf(w, "%-8s  %s\n", l[0], value)
+	}
 	fmt.Fprintln(w)
 }
 
@@ -102,7 +120,7 @@ func outcomeSummary(c transcript.Counts) string {
 	return strings.Join(parts, ", ")
 }
 
-func (r Report) writeVariants(w io.Writer) {
+func (r Report) writeVariants(w io.Writer, width int) {
 	if len(r.Variants) == 0 {
 		fmt.Fprintln(w, "No variants.")
 		fmt.Fprintln(w)
@@ -114,32 +132,41 @@ func (r Report) writeVariants(w io.Writer) {
 	for _, v := range r.Variants {
 		skipped = skipped || v.Outcomes.Skipped > 0
 	}
-	tw := newTable(w)
-	head := "VARIANT\tCLIENT\tMODEL\tPASS RATE [95% CI]\tPASSED\tANSWERED\tNO ANSWER\tTIMED OUT\tERRORED\tCANCELLED\t"
+	// On a narrow terminal the outcome columns that are all zero go first,
+	// then tokens and latency, then client and model.
+	cols := []Column{
+		{Head: "VARIANT", Shrink: true}, {Head: "CLIENT", Drop: 9, Shrink: true}, {Head: "MODEL", Drop: 10, Shrink: true},
+		{Head: "PASS RATE [95% CI]"}, {Head: "PASSED"},
+		{Head: "ANSWERED", Drop: 5}, {Head: "NO ANSWER", Drop: 2}, {Head: "TIMED OUT", Drop: 3},
+		{Head: "ERRORED", Drop: 11}, {Head: "CANCELLED", Drop: 4},
+	}
 	if skipped {
-		head += "SKIPPED\t"
+		cols = append(cols, Column{Head: "SKIPPED", Drop: 6})
 	}
-	fmt.Fprintln(tw, head+"MISSING\tTOKENS IN/OUT\tLATENCY P50/P95")
+	cols = append(cols, Column{Head: "MISSING", Drop: 12}, Column{Head: "TOKENS IN/OUT", Drop: 7}, Column{Head: "LATENCY P50/P95", Drop: 8})
+	t := Table{Columns: cols}
 	for _, v := range r.Variants {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%d\t%d\t%d\t%d\t%d\t",
-			text(v.Variant), text(orDash(v.Client)), text(orDash(v.Model)),
-			passRate(v.PassRate, v.Interval), v.Passed, v.Graded,
-			v.Outcomes.Answered, v.Outcomes.NoAnswer, v.Outcomes.TimedOut,
-			v.Outcomes.Errored, v.Outcomes.Cancelled)
+		row := []string{text(v.Variant), text(orDash(v.Client)), text(orDash(v.Model)),
+			passRate(v.PassRate, v.Interval), fmt.Sprintf("%d/%d", v.Passed, v.Graded),
+			fmt.Sprint(v.Outcomes.Answered), fmt.Sprint(v.Outcomes.NoAnswer), fmt.Sprint(v.Outcomes.TimedOut),
+			fmt.Sprint(v.Outcomes.Errored), fmt.Sprint(v.Outcomes.Cancelled)}
 		if skipped {
-			fmt.Fprintf(tw, "%d\t", v.Outcomes.Skipped)
+			row = append(row, fmt.Sprint(v.Outcomes.Skipped))
 		}
-		fmt.Fprintf(tw, "%d\t%s/%s\t%s/%s\n", v.Missing,
-			tokens(v.Tokens.MeanInput), tokens(v.Tokens.MeanOutput),
-			millis(v.LatencyMs.P50), millis(v.LatencyMs.P95))
+		row = append(row, fmt.Sprint(v.Missing),
+			tokens(v.Tokens.MeanInput)+"/"+tokens(v.Tokens.MeanOutput),
+			millis(v.LatencyMs.P50)+"/"+millis(v.LatencyMs.P95))
+		t.Rows = append(t.Rows, row)
 	}
-	tw.Flush()
+	if n := t.Write(w, width); n > 0 {
+		fmt.Fprintln(w, Wrap(fmt.Sprintf("(%s left out to fit %d columns; mst report --json has them all)", plural(n, "column"), width), width, " "))
+	}
 	fmt.Fprintln(w)
 }
 
 // writeErrorGroups lists, under the variant table, the trials that errored
 // or were skipped, one line per variant and cause, with the first message.
-func (r Report) writeErrorGroups(w io.Writer) {
+func (r Report) writeErrorGroups(w io.Writer, width int) {
 	some := false
 	for _, v := range r.Variants {
 		some = some || len(v.ErrorGroups) > 0
@@ -148,7 +175,7 @@ func (r Report) writeErrorGroups(w io.Writer) {
 		return
 	}
 	fmt.Fprintln(w, "Not graded:")
-	tw := newTable(w)
+	t := Table{Columns: []Column{{Shrink: true}, {}, {Shrink: true}}, Indent: "  "}
 	for _, v := range r.Variants {
 		for _, g := range v.ErrorGroups {
 			what := fmt.Sprintf("%d %s", g.Count, text(g.Status))
@@ -162,30 +189,31 @@ func (r Report) writeErrorGroups(w io.Writer) {
 			if g.Detail != "" {
 				msg = strconv.Quote(g.Detail)
 			}
-			fmt.Fprintf(tw, "  %s\t%s\tfirst %s #%d: %s\n", text(v.Variant), what, text(g.First.Case), g.First.Trial, msg)
+			t.Rows = append(t.Rows, []string{text(v.Variant), what, fmt.Sprintf("first %s #%d: %s", text(g.First.Case), g.First.Trial, msg)})
 		}
 	}
-	tw.Flush()
+	t.Write(w, width)
 	fmt.Fprintln(w)
 }
 
 // writePassK shows pass@k and pass^k of every variant for k = 2 … trials
 // per case (pass@1 and pass^1 are the mean per-case pass fraction, shown
 // once as PASS@1). Nothing is written with one trial per case.
-func (r Report) writePassK(w io.Writer) {
+func (r Report) writePassK(w io.Writer, width int) {
 	k := r.Run.TrialsPerCase
 	if k < 2 || len(r.Variants) == 0 {
 		return
 	}
-	head := []string{"VARIANT", "PASS@1"}
+	// On a narrow terminal the columns of the largest k go first, pass^k
+	// before pass@k.
+	cols := []Column{{Head: "VARIANT", Shrink: true}, {Head: "PASS@1"}}
 	for j := 2; j <= k; j++ {
-		head = append(head, fmt.Sprintf("PASS@%d", j))
+		cols = append(cols, Column{Head: fmt.Sprintf("PASS@%d", j), Drop: 2 * (k - j + 1)})
 	}
 	for j := 2; j <= k; j++ {
-		head = append(head, fmt.Sprintf("PASS^%d", j))
+		cols = append(cols, Column{Head: fmt.Sprintf("PASS^%d", j), Drop: 2*(k-j) + 1})
 	}
-	tw := newTable(w)
-	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	t := Table{Columns: cols}
 	fewer := false
 	for _, v := range r.Variants {
 		all := 0
@@ -210,28 +238,30 @@ func (r Report) writePassK(w io.Writer) {
 		for _, p := range v.PassK[min(1, len(v.PassK)):] {
 			line = append(line, cell(p.PassHat, p.Cases))
 		}
-		fmt.Fprintln(tw, strings.Join(line, "\t"))
+		t.Rows = append(t.Rows, line)
 	}
-	tw.Flush()
+	dropped := t.Write(w, width)
 	legend := "pass@k: at least one of k trials of a case passes; pass^k: all k pass; averaged over cases"
 	if fewer {
 		legend += "; (n): only n cases have k graded trials"
 	}
-	fmt.Fprintf(w, "(%s)\n\n", legend)
+	if dropped > 0 {
+		legend += fmt.Sprintf("; %s left out to fit %d columns", plural(dropped, "column"), width)
+	}
+	fmt.Fprintf(w, "%s\n\n", Wrap("("+legend+")", width, " "))
 }
 
-func (r Report) writeCases(w io.Writer) {
+// writeCases writes the case × variant matrix. When the variants do not
+// fit the width side by side, the matrix is written in parts, each with
+// as many variants as fit.
+func (r Report) writeCases(w io.Writer, width int) {
 	if len(r.Cases) == 0 || len(r.Variants) == 0 {
 		return
 	}
-	tw := newTable(w)
-	head := []string{"  CASE"}
-	for _, v := range r.Variants {
-		head = append(head, text(v.Variant))
-	}
-	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	anyDiffers, anyIncomplete := false, false
-	for _, c := range r.Cases {
+	caseCells := make([]string, len(r.Cases))
+	caseW := len("  CASE")
+	for i, c := range r.Cases {
 		mark := "  "
 		switch {
 		case c.Differs:
@@ -239,13 +269,54 @@ func (r Report) writeCases(w io.Writer) {
 		case !c.Complete:
 			mark, anyIncomplete = "? ", true
 		}
-		line := []string{mark + text(c.Case)}
-		for _, cell := range c.Variants {
-			line = append(line, cellText(cell))
-		}
-		fmt.Fprintln(tw, strings.Join(line, "\t"))
+		caseCells[i] = mark + text(c.Case)
+		caseW = max(caseW, utf8.RuneCountInString(caseCells[i]))
 	}
-	tw.Flush()
+	// The case column keeps at least 18 characters when it must shrink.
+	colW := make([]int, len(r.Variants))
+	for vi, v := range r.Variants {
+		colW[vi] = utf8.RuneCountInString(text(v.Variant))
+		for _, c := range r.Cases {
+			colW[vi] = max(colW[vi], utf8.RuneCountInString(cellText(c.Variants[vi])))
+		}
+	}
+	var parts [][]int
+	room := width - min(caseW, 18)
+	for vi := range r.Variants {
+		last := len(parts) - 1
+		if width > 0 && last >= 0 {
+			used := 0
+			for _, j := range parts[last] {
+				used += colW[j] + gap
+			}
+			if used+colW[vi]+gap <= room {
+				parts[last] = append(parts[last], vi)
+				continue
+			}
+		} else if last >= 0 {
+			parts[last] = append(parts[last], vi)
+			continue
+		}
+		parts = append(parts, []int{vi})
+	}
+	for pi, part := range parts {
+		if pi > 0 {
+			fmt.Fprintln(w)
+		}
+		cols := []Column{{Head: "  CASE", Shrink: true}}
+		for _, vi := range part {
+			cols = append(cols, Column{Head: text(r.Variants[vi].Variant), Shrink: true})
+		}
+		t := Table{Columns: cols}
+		for ci, c := range r.Cases {
+			row := []string{caseCells[ci]}
+			for _, vi := range part {
+				row = append(row, cellText(c.Variants[vi]))
+			}
+			t.Rows = append(t.Rows, row)
+		}
+		t.Write(w, width)
+	}
 	var legend []string
 	if anyDiffers {
 		legend = append(legend, "* the variants differ")
@@ -254,7 +325,7 @@ func (r Report) writeCases(w io.Writer) {
 		legend = append(legend, "? trials missing, left out of pass rates")
 	}
 	legend = append(legend, "cells are passed/graded")
-	fmt.Fprintf(w, "(%s)\n\n", strings.Join(legend, "; "))
+	fmt.Fprintf(w, "%s\n\n", Wrap("("+strings.Join(legend, "; ")+")", width, " "))
 }
 
 // cellText shows one case under one variant: "2/3", then the trials that
@@ -270,12 +341,12 @@ func cellText(c CaseCell) string {
 	return s
 }
 
-func (r Report) writeComparisons(w io.Writer) {
+func (r Report) writeComparisons(w io.Writer, width int) {
 	if len(r.Comparisons) == 0 {
 		return
 	}
 	for _, c := range r.Comparisons {
-		fmt.Fprintln(w, comparisonText(c))
+		fmt.Fprintln(w, Wrap(comparisonText(c), width, "  "))
 	}
 	fmt.Fprintln(w)
 }
@@ -306,7 +377,7 @@ func comparisonText(c Comparison) string {
 	return s
 }
 
-func (r Report) writeNotes(w io.Writer) {
+func (r Report) writeNotes(w io.Writer, width int) {
 	var notes []string
 	if r.Run.Collect == transcript.CollectRunning {
 		notes = append(notes, "the run is still collecting; these numbers will change")
@@ -340,7 +411,7 @@ func (r Report) writeNotes(w io.Writer) {
 		notes = append(notes, r.Run.Note)
 	}
 	for _, n := range notes {
-		fmt.Fprintf(w, "Note: %s\n", n)
+		fmt.Fprintln(w, Wrap("Note: "+n, width, "  "))
 	}
 	if len(notes) > 0 {
 		fmt.Fprintln(w)
@@ -349,13 +420,13 @@ func (r Report) writeNotes(w io.Writer) {
 
 // writeMethods ends the report with how its numbers are computed
 // (docs/statistics.md says it in full).
-func (r Report) writeMethods(w io.Writer) {
+func (r Report) writeMethods(w io.Writer, width int) {
 	if len(r.Variants) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "Method: only graded trials of complete cases count; 95% CI: Wilson on effective trials (graded ÷ CR1 design effect, clustered by case).")
+	fmt.Fprintln(w, Wrap("Method: only graded trials of complete cases count; 95% CI: Wilson on effective trials (graded ÷ CR1 design effect, clustered by case).", width, "  "))
 	if len(r.Comparisons) > 0 {
-		fmt.Fprintf(w, "Comparisons: paired by case; percentile bootstrap of the mean difference (%d resamples, fixed seed); exact two-sided sign test.\n", bootstrapResamples)
+		fmt.Fprintln(w, Wrap(fmt.Sprintf("Comparisons: paired by case; percentile bootstrap of the mean difference (%d resamples, fixed seed); exact two-sided sign test.", bootstrapResamples), width, "  "))
 	}
 }
 
@@ -435,4 +506,64 @@ func pValue(p float64) string {
 		return "p<0.001"
 	}
 	return fmt.Sprintf("p=%.3f", p)
+}
+
+// WriteFailures lists the graded trials that failed, variant by variant
+// in the report's order and case by case in dataset order, each with the
+// reasons its graders gave, within width characters a line (0: no
+// limit). grades are the run's trial grades, in any order. Reasons come
+// from transcripts and graders: they are escaped (transcript.Printable).
+func (r Report) WriteFailures(w io.Writer, grades []grade.TrialGrade, width int) error {
+	ew := &errWriter{w: w}
+	byKey := make(map[transcript.Key]grade.TrialGrade, len(grades))
+	for _, g := range grades {
+		byKey[g.Key] = g
+	}
+	n := 0
+	for _, v := range r.Variants {
+		for _, c := range r.Cases {
+			for i := 1; i <= r.Run.TrialsPerCase; i++ {
+				g, ok := byKey[transcript.Key{Case: c.Case, Variant: v.Variant, Trial: i}]
+				if !ok || !g.Graded || g.Passed {
+					continue
+				}
+				if n == 0 {
+					fmt.Fprintln(ew, "Failed trials:")
+				}
+				n++
+				fmt.Fprintf(ew, "  %s\n", g.Key)
+				for _, reason := range trialReasons(g) {
+					fmt.Fprintln(ew, Wrap("    "+text(reason), width, "      "))
+				}
+			}
+		}
+	}
+	if n == 0 {
+		fmt.Fprintln(ew, "No graded trial failed.")
+		return ew.err
+	}
+	fmt.Fprintf(ew, "\n%s\n", Wrap(plural(n, "trial")+" failed; mst show RUN VARIANT CASE TRIAL prints one in full.", width, "  "))
+	return ew.err
+}
+
+// trialReasons lists why a graded trial failed, one reason a line.
+func trialReasons(g grade.TrialGrade) []string {
+	var out []string
+	for _, res := range g.Results {
+		if res.Passed {
+			continue
+		}
+		s := res.Grader
+		if res.Detail != "" {
+			s += ": " + res.Detail
+		}
+		out = append(out, s)
+	}
+	if g.Failed != "" {
+		out = append(out, g.Failed)
+	}
+	if len(out) == 0 {
+		out = append(out, "failed (no reason recorded)")
+	}
+	return out
 }

@@ -73,6 +73,9 @@ type Request struct {
 	// SecretsFile is the secrets file's path ("" for none), named in the
 	// error about a key that neither it nor Env sets.
 	SecretsFile string
+	// NoGrade collects without grading (mst run --no-grade): judges need
+	// no key then. A resumed run keeps how it was started.
+	NoGrade bool
 }
 
 // Plan is one run decided: which trials, and every setting each runs
@@ -106,6 +109,13 @@ type Plan struct {
 
 	graders   map[string][]grade.Grader // by case id: the eval's, then the case's
 	settingOf map[settingKey]int
+	// NoGrade says the run collects only (--no-grade, or a resumed run
+	// that was started so).
+	NoGrade bool
+	// judges reach the judges' models (nil when no grader is a judge);
+	// judgeKeys are the variables their keys come from (grading.go).
+	judges    *grade.Judges
+	judgeKeys []string
 }
 
 // Resumed is what a resumed run still has to do.
@@ -245,6 +255,10 @@ func NewPlan(ctx context.Context, req Request) (*Plan, error) {
 	if err := p.resolveGraders(req.Secrets); err != nil { // run/refs.go
 		return nil, invalid(err)
 	}
+	p.NoGrade = req.NoGrade || (req.Resume != nil && stored.NoGrade)
+	if err := p.resolveJudges(req, p.NoGrade); err != nil { // run/grading.go
+		return nil, invalid(err)
+	}
 	for _, c := range p.Cases {
 		for _, v := range p.Variants {
 			for i := 1; i <= p.Trials; i++ {
@@ -333,6 +347,17 @@ func (p *Plan) resolveSettings(clients *client.Registry) error {
 			}
 		}
 		set := shard.Setting{Variant: name, Client: v.Client, Model: v.Model, Provider: provider.Of(v.Model), Timeout: clientTimeout(def), Servers: list}
+		for _, n := range v.Servers {
+			if c, ok := p.Config.Limits.ServerCalls[n]; ok {
+				if !def.ProxiedServers {
+					return fmt.Errorf("%s: variants.%s: client %s starts the servers itself, without MST's proxy, so MST cannot count its tool calls to server %s (limits.serverCalls.%s); use a client that takes the proxy (mst clients), cap the server's trials with limits.servers instead, or leave the server out of the variant", p.Config.File, name, v.Client, n, n)
+				}
+				if set.CallLimits == nil {
+					set.CallLimits = map[string]int{}
+				}
+				set.CallLimits[n] = c
+			}
+		}
 		own, err := liftOwnOptions(v.ClientOptions)
 		if err != nil {
 			return fmt.Errorf("%s: variants.%s.clientOptions.%w", p.Config.File, name, err)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mst-eval/mst/report"
 	"github.com/mst-eval/mst/transcript"
@@ -21,13 +22,22 @@ type Progress interface {
 // lines (at every tenth of the run, and at most every 10 s otherwise) when
 // w is not a terminal.
 func NewProgress(w io.Writer, terminal bool) Progress {
-	return &progress{w: w, terminal: terminal, now: time.Now}
+	return NewProgressWidth(w, terminal, nil)
+}
+
+// NewProgressWidth is NewProgress for a terminal whose width, in
+// characters, width says (0 or a nil width: no limit): the live line is
+// shortened to fit it, so that redrawing it in place never wraps. width is
+// asked at every redraw, so a resized terminal is followed.
+func NewProgressWidth(w io.Writer, terminal bool, width func() int) Progress {
+	return &progress{w: w, terminal: terminal, now: time.Now, width: width}
 }
 
 type progress struct {
 	w        io.Writer
 	terminal bool
 	now      func() time.Time
+	width    func() int
 
 	mu        sync.Mutex
 	total     int
@@ -63,7 +73,7 @@ func (p *progress) redraw() {
 			return
 		case <-t.C:
 			p.mu.Lock()
-			fmt.Fprintf(p.w, "\r\x1b[K%s", p.line())
+			fmt.Fprintf(p.w, "\r\x1b[K%s", p.fitted())
 			p.mu.Unlock()
 		}
 	}
@@ -99,6 +109,51 @@ func (p *progress) Trial(r report.Trial) {
 	}
 }
 
+// fitted is the live line within the terminal's width, less one column
+// so that the cursor never wraps to the next line; p.mu is held.
+func (p *progress) fitted() string {
+	width := 0
+	if p.width != nil {
+		width = p.width()
+	}
+	full := p.line()
+	if width <= 0 || utf8.RuneCountInString(full) < width {
+		return full
+	}
+	short := p.shortLine()
+	if n := utf8.RuneCountInString(short); n < width {
+		return short
+	}
+	r := []rune(short)
+	return string(r[:max(width-1, 1)])
+}
+
+// shortLine is the progress in as few characters as it can say it: done
+// and total, pass rate, time left, errors; p.mu is held.
+func (p *progress) shortLine() string {
+	pass := "–"
+	if p.graded > 0 {
+		pass = fmt.Sprintf("%.0f%%", 100*float64(p.passed)/float64(p.graded))
+	}
+	s := fmt.Sprintf("%d/%d pass %s eta %s", p.done, p.total, pass, p.eta())
+	if p.errored > 0 {
+		s += fmt.Sprintf(" err %d", p.errored)
+	}
+	return s
+}
+
+// eta is the time the run still needs at the pace so far; p.mu is held.
+func (p *progress) eta() string {
+	elapsed := p.now().Sub(p.started)
+	switch {
+	case p.done > 0 && p.done < p.total:
+		return clock(time.Duration(float64(elapsed) / float64(p.done) * float64(p.total-p.done)))
+	case p.done == p.total:
+		return "0:00"
+	}
+	return "–"
+}
+
 // line is the progress in words; p.mu is held.
 func (p *progress) line() string {
 	elapsed := p.now().Sub(p.started)
@@ -106,12 +161,7 @@ func (p *progress) line() string {
 	if p.graded > 0 {
 		pass = fmt.Sprintf("%.0f%%", 100*float64(p.passed)/float64(p.graded))
 	}
-	eta := "–"
-	if p.done > 0 && p.done < p.total {
-		eta = clock(time.Duration(float64(elapsed) / float64(p.done) * float64(p.total-p.done)))
-	} else if p.done == p.total {
-		eta = "0:00"
-	}
+	eta := p.eta()
 	s := fmt.Sprintf("%d/%d trials  pass %s (%d/%d)  elapsed %s  eta %s", p.done, p.total, pass, p.passed, p.graded, clock(elapsed), eta)
 	if p.errored > 0 {
 		s += fmt.Sprintf("  errored %d", p.errored)
@@ -127,7 +177,7 @@ func (p *progress) Finish() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.terminal {
-		fmt.Fprintf(p.w, "\r\x1b[K%s\n", p.line())
+		fmt.Fprintf(p.w, "\r\x1b[K%s\n", p.fitted())
 	} else if p.lastTenth < 10 {
 		fmt.Fprintln(p.w, p.line())
 	}

@@ -127,6 +127,20 @@ func TestQuickstartPassRates(t *testing.T) {
 	if n := len(cr.counts(appended)); n != 84 {
 		t.Errorf("Execute(quickstart) graded %d trials, want 84", n)
 	}
+	// The quickstart's judge (gate: false, on the offline model) scores
+	// every trial and decides none: its means are what the README shows.
+	wantJudge := map[string]string{"terse": "2.07 [1.24, 2.90] 12/42 0", "clear": "3.50 [2.79, 4.21] 27/42 0"}
+	gotJudge := map[string]string{}
+	for _, v := range out.Report.Variants {
+		for _, j := range v.Judges {
+			if j.Mean != nil && j.Interval != nil {
+				gotJudge[v.Variant] = fmt.Sprintf("%.2f [%.2f, %.2f] %d/%d %d", *j.Mean, j.Interval.Low, j.Interval.High, j.Passed, j.Scored, j.Errored)
+			}
+		}
+	}
+	if diff := cmp.Diff(wantJudge, gotJudge); diff != "" {
+		t.Errorf("Execute(quickstart): judge scores per variant (-README +got):\n%s", diff)
+	}
 }
 
 func TestProcessesRunnerGradesLikeLocal(t *testing.T) {

@@ -4,7 +4,9 @@
 // shards of whole cases, runs each shard through a runner under one
 // coordinator, grades each trial once as its transcript arrives, and
 // gathers the run into its record and report. LoadReport builds the report
-// of a stored run, grading only what has no grade.
+// of a stored run, grading only what has no grade; Regrade (regrade.go)
+// grades a stored run again into a new grade set, and grading.go holds
+// what grading shares: judges' keys and limits, and parallel grading.
 //
 // The flow of one trial:
 //
@@ -22,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -34,6 +37,7 @@ import (
 	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/dataset"
 	"github.com/mst-eval/mst/grade"
+	"github.com/mst-eval/mst/internal/traces"
 	"github.com/mst-eval/mst/report"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/secrets"
@@ -89,6 +93,8 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	tr := startTraces(ctx, o) // nil unless OTEL_EXPORTER_OTLP_* names a collector (traces.go)
+	defer tr.Shutdown()       // bounded: flushes the last spans before the run returns
 	var (
 		st  store.Run
 		rec transcript.Run
@@ -132,7 +138,7 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 			Kind: "mst.run", Version: transcript.RunVersion, ID: id, Eval: p.Config.Name,
 			ConfigFile: p.Config.File, ConfigHash: p.Config.Hash, MSTVersion: o.MSTVersion,
 			Started: started, Selection: p.Selection, Variants: p.Variants, Cases: len(p.Cases), Trials: p.Trials,
-			Collect: transcript.CollectRunning,
+			Collect: transcript.CollectRunning, NoGrade: p.NoGrade,
 		}
 		if abs, err := filepath.Abs(p.Config.File); err == nil && p.Config.File != "" {
 			rec.ConfigPath = abs
@@ -174,11 +180,14 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 		}
 	}
 	todo := p.Todo()
-	col := &collector{st: st, plan: p, progress: o.Progress, logger: o.Logger}
+	col := &collector{st: st, plan: p, progress: o.Progress, logger: o.Logger, grading: p.grading(o)}
+	col.slots = make(chan struct{}, col.grading.workers)
+	col.traces = tr
 	if o.Progress != nil {
 		o.Progress.Start(rec, len(todo))
 	}
 	machines, err := runShards(ctx, p, o, rn, rec, todo, col)
+	col.wait() // the judges still grading finish
 	if o.Progress != nil {
 		o.Progress.Finish()
 	}
@@ -203,7 +212,7 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	ctx = context.WithoutCancel(ctx)
 
 	// Gather: the store is the truth, whatever this attempt did.
-	g, err := gather(ctx, st, p.Keys, p.Graders, p.replaced(), func(err error) error { return err })
+	g, err := gather(ctx, st, st, p.Keys, col.grading, p.replaced(), func(err error) error { return err })
 	if err != nil {
 		if full != nil {
 			// The record cannot be written either; it says running, and
@@ -241,7 +250,12 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 		}
 		return nil, err
 	}
-	out := &Outcome{Store: st, Run: rec, Report: report.Build(p.reportInput(rec, g.trials))}
+	in := p.reportInput(rec, g.trials)
+	in.NotGraded = p.NoGrade
+	if !p.NoGrade {
+		in.GradeSet = firstSetInfo(ctx, st)
+	}
+	out := &Outcome{Store: st, Run: rec, Report: report.Build(in)}
 	if full != nil {
 		return out, full
 	}
@@ -257,16 +271,19 @@ func runShards(ctx context.Context, p *Plan, o Options, rn runner.Runner, rec tr
 	bundles := p.split(rec, todo, max(o.Chosen.Shards, 1))
 	coord := &shard.Coordinator{
 		MSTVersion: o.MSTVersion,
-		Limits:     shard.NewLimiter(p.Config.Limits.Providers, p.Config.Limits.Servers),
+		Limits:     shard.NewLimiter(p.Config.Limits.Providers, p.Config.Limits.Servers).WithServerCalls(p.Config.Limits.ServerCalls),
 		Events:     col,
 		Logger:     o.Logger,
-		Secrets:    o.Secrets,
+		Secrets:    p.workerSecrets(o.Secrets), // no judge's key (grading.go)
 		Silence:    o.Silence,
 		Gate:       col.gate(rec.ID, o.Redact),
 		// A worker reports only its own shard's trials, and its machine
 		// must run its clients (the OS checks that waited for hello).
 		Bundles:    bundles,
 		CheckHello: HelloCheck(p.Config.File, o.Clients),
+	}
+	if col.grading.judges != nil {
+		col.grading.judges.Acquire = JudgeLimits(coord.Limits) // judges share the trials' caps
 	}
 	staging, err := runner.TempFolder("mst-bundles-", rec.ID)
 	if err != nil {
@@ -450,9 +467,18 @@ type collector struct {
 	progress Progress
 	logger   *slog.Logger
 
+	// grading grades each trial; trials whose graders include a judge
+	// are graded apart (judging), so a slow model never holds up the
+	// worker's messages.
+	grading grading
+	judging sync.WaitGroup
+	slots   chan struct{}
+
 	mu   sync.Mutex
 	n    int
 	stop *StopGate // the coordinator's gate, fed here (stop.go)
+
+	traces *traces.Exporter // exports each trial's spans; nil: none
 }
 
 func (c *collector) Trial(shardIndex int, m *shard.Trial, data []byte) {
@@ -466,18 +492,41 @@ func (c *collector) Trial(shardIndex int, m *shard.Trial, data []byte) {
 		return
 	}
 	c.observe(m.Key, m.Status, m.Cause, t.Outcome.Detail)
+	c.traces.Trial(t)
 	c.mu.Lock()
 	c.n++
 	c.mu.Unlock()
-	g := grade.Trial(t, c.plan.Graders(t.Case))
-	if err := c.st.AppendGrades(ctx, g); err != nil {
-		// Gathering grades it again.
-		c.logger.Warn("storing a grade failed", "trial", m.Key.String(), "err", err)
+	if c.grading.judges != nil && grade.HasJudge(c.grading.graders(t.Case)) && !c.grading.off {
+		// The slot is taken in the goroutine: the coordinator's reading
+		// of the worker never waits for a judge.
+		c.judging.Add(1)
+		go func() {
+			defer c.judging.Done()
+			c.slots <- struct{}{}
+			defer func() { <-c.slots }()
+			c.gradeTrial(ctx, t)
+		}()
+		return
+	}
+	c.gradeTrial(ctx, t)
+}
+
+// gradeTrial grades t, stores its grade and shows it.
+func (c *collector) gradeTrial(ctx context.Context, t *transcript.Transcript) {
+	g, keep := c.grading.grade(ctx, t)
+	if keep {
+		if err := c.st.AppendGrades(ctx, g); err != nil {
+			// Gathering grades it again.
+			c.logger.Warn("storing a grade failed", "trial", t.Key.String(), "err", err)
+		}
 	}
 	if c.progress != nil {
 		c.progress.Trial(report.NewTrial(g))
 	}
 }
+
+// wait waits for the trials still being judged.
+func (c *collector) wait() { c.judging.Wait() }
 
 // take returns the transcript of key: decoded from data and stored, or
 // read from the store the worker wrote it to.
@@ -511,6 +560,9 @@ func (c *collector) total() int {
 type gathered struct {
 	counts transcript.Counts
 	trials []report.Trial
+	// seen is, per variant, the summary of its first trial that names its
+	// client: what the variant ran as.
+	seen map[string]grade.Summary
 }
 
 // gather reconciles the store: it grades every planned trial that has a
@@ -523,16 +575,16 @@ type gathered struct {
 // keepGrades says what to do when the new grades cannot be stored: Execute
 // fails, while a report of a run in a folder it cannot write to (an
 // archive) is still right, only not remembered.
-func gather(ctx context.Context, st store.Run, planned []transcript.Key, graders func(caseID string) []grade.Grader, replaced map[transcript.Key]bool, keepGrades func(error) error) (gathered, error) {
+func gather(ctx context.Context, st store.Run, set store.Grades, planned []transcript.Key, how grading, replaced map[transcript.Key]bool, keepGrades func(error) error) (gathered, error) {
 	var g gathered
 	want := make(map[transcript.Key]bool, len(planned))
 	for _, k := range planned {
 		want[k] = true
 	}
 	grades := map[transcript.Key]grade.TrialGrade{}
-	err := st.Grades(ctx, func(tg grade.TrialGrade) error {
+	err := set.Grades(ctx, func(tg grade.TrialGrade) error {
 		if want[tg.Key] {
-			grades[tg.Key] = tg
+			grades[tg.Key] = slim(tg)
 		}
 		return nil
 	})
@@ -545,6 +597,7 @@ func gather(ctx context.Context, st store.Run, planned []transcript.Key, graders
 	}
 	var fresh []grade.TrialGrade
 	damaged := map[transcript.Key]bool{}
+	var need []transcript.Key
 	for _, k := range keys {
 		if !want[k] {
 			continue
@@ -554,28 +607,46 @@ func gather(ctx context.Context, st store.Run, planned []transcript.Key, graders
 		if current && !replaced[k] {
 			continue
 		}
+		need = append(need, k)
+	}
+	var mu sync.Mutex // guards damaged while the transcripts are read
+	read := func(k transcript.Key) (*transcript.Transcript, error) {
 		t, err := st.ReadTranscript(ctx, k)
 		if errors.Is(err, store.ErrNotFound) {
+			mu.Lock()
 			damaged[k] = true // cut short: the trial is missing
-			continue
+			mu.Unlock()
+			return nil, nil
 		}
 		if err != nil {
-			return g, err
+			return nil, err
 		}
-		if current && old.Trial.Ended.Equal(t.Timing.Ended) {
-			continue // the grade is of this transcript
+		old, ok := grades[k]
+		if ok && !old.Superseded && old.Trial.Status != "" && old.Trial.Ended.Equal(t.Timing.Ended) {
+			return nil, nil // the grade is of this transcript
 		}
-		ng := grade.Trial(t, graders(k.Case))
-		if ok && !old.Superseded && old.Trial.Status == "" {
+		return t, nil
+	}
+	made := map[transcript.Key]grade.TrialGrade{}
+	err = gradeAll(ctx, how, need, read, func(ng grade.TrialGrade, keep bool) error {
+		old, ok := grades[ng.Key]
+		if keep && ok && !old.Superseded && old.Trial.Status == "" {
 			// A grade from before grades held the transcript's summary:
 			// keep its verdict, add the summary.
 			ng.Graded, ng.Passed, ng.Results = old.Graded, old.Passed, old.Results
 		}
-		grades[k] = ng
-		fresh = append(fresh, ng)
+		made[ng.Key] = slim(ng)
+		if keep {
+			fresh = append(fresh, ng)
+		}
+		return nil
+	})
+	if err != nil {
+		return g, err
 	}
+	maps.Copy(grades, made)
 	if len(fresh) > 0 {
-		if err := st.AppendGrades(ctx, fresh...); err != nil {
+		if err := set.AppendGrades(ctx, fresh...); err != nil {
 			if err := keepGrades(err); err != nil {
 				return g, err
 			}
@@ -593,10 +664,41 @@ func gather(ctx context.Context, st store.Run, planned []transcript.Key, graders
 		}
 		g.counts.Add(tg.Trial.Status)
 		g.trials = append(g.trials, report.NewTrial(tg))
+		if _, ok := g.seen[k.Variant]; !ok && tg.Trial.Client != "" {
+			if g.seen == nil {
+				g.seen = map[string]grade.Summary{}
+			}
+			g.seen[k.Variant] = tg.Trial
+		}
 	}
 	g.counts.Missing = g.counts.Planned - g.counts.Done()
 	sort.Slice(g.trials, func(i, j int) bool { return keyLess(g.trials[i].Key, g.trials[j].Key) })
 	return g, nil
+}
+
+// slim keeps of a grade what gather and the report read, so a run's
+// grades held at once take little memory: the results only of a grade
+// from before grades held the transcript's summary (its verdict is kept),
+// and otherwise only the judges' results, without their words.
+func slim(g grade.TrialGrade) grade.TrialGrade {
+	if g.Trial.Status == "" {
+		return g
+	}
+	var kept []grade.Result
+	for _, r := range g.Results {
+		if r.Judge == nil {
+			continue
+		}
+		v := *r.Judge
+		v.Rationale = ""
+		if r.Error != "" {
+			r.Error = "errored"
+		}
+		r.Detail, r.Judge = "", &v
+		kept = append(kept, r)
+	}
+	g.Results = kept
+	return g
 }
 
 func (p *Plan) reportInput(rec transcript.Run, trials []report.Trial) report.Input {

@@ -130,6 +130,13 @@ func (s Server) Proxied() bool {
 	return (s.DryRun != "" && s.DryRun != DryRunOff) || len(s.Faults) > 0
 }
 
+// Declaration is s as a client given MST's proxies sees it: its name,
+// how it is started or reached and its startup timeout, without its
+// secrets, tool metadata, dry-run or fault settings, which the proxy keeps.
+func (s Server) Declaration() Server {
+	return Server{Name: s.Name, Command: s.Command, Args: s.Args, Dir: s.Dir, URL: s.URL, StartupTimeout: s.StartupTimeout}
+}
+
 // Transport is "stdio" or "http".
 func (s Server) Transport() string {
 	if s.URL != "" {

@@ -59,6 +59,11 @@ type Setting struct {
 	// KeyEnv is the variable clientOptions.apiKeyEnv named, or "".
 	KeyEnv  string           `json:"keyEnv,omitempty"`
 	Servers []servers.Server `json:"servers"`
+	// CallLimits are this setting's servers whose tool calls the eval caps
+	// across shards (limits.serverCalls), each with its cap. The worker
+	// asks the coordinator for a place (acquire-call) before each call
+	// that reaches one of them; the coordinator holds the caps.
+	CallLimits map[string]int `json:"callLimits,omitempty"`
 	// GraderRefs are the tools the graders of this setting's trials name;
 	// the readiness check refuses the shard when one names a tool or a
 	// server the variant does not have.

@@ -142,6 +142,13 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 	taken := map[transcript.Key]bool{}     // keys acquired in this shard
 	reported := map[transcript.Key]bool{}  // keys whose trial was accepted
 	granted := map[int64]bool{}            // acquires answered with granted
+	// Tool calls under limits.serverCalls: calls holds the phase of every
+	// call ID read (this loop's), heldCalls the places of granted calls not
+	// given back yet (under heldMu). used are the servers the shard's
+	// variants use; nil when the coordinator has no bundle for the shard.
+	calls := map[int64]callPhase{}
+	heldCalls := map[int64]*semaphore{}
+	used := bundleServers(bundle)
 	enc := NewEncoder(out)
 	msgs := make(chan any)
 	errc := make(chan error, 1)
@@ -187,9 +194,21 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 		for id := range held {
 			ids = append(ids, id)
 		}
+		var callSems []*semaphore
+		for id, sem := range heldCalls {
+			callSems = append(callSems, sem)
+			delete(heldCalls, id)
+		}
 		heldMu.Unlock()
 		for _, id := range ids {
 			release(id)
+		}
+		// A worker that ended holding call places (lost, failed or done)
+		// gives them back.
+		for _, sem := range callSems {
+			if sem != nil {
+				sem.release()
+			}
 		}
 	}()
 	grantCtx, stopGrants := context.WithCancel(context.WithoutCancel(ctx))
@@ -293,6 +312,53 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 					heldMu.Unlock()
 					enc.Write(&Granted{ID: m.ID})
 				}()
+			case *AcquireCall:
+				if res.Hello == nil {
+					return res, fmt.Errorf("shard %d: the worker sent acquire-call before hello", shard)
+				}
+				if _, seen := calls[m.ID]; seen || m.ID <= 0 {
+					logger.Warn("refused a call acquire: its id is not a positive number or was used before in this shard; it is not answered", "shard", shard, "call", m.ID, "server", clip(m.Server))
+					continue
+				}
+				if used != nil && !used[m.Server] {
+					calls[m.ID] = callRefused
+					why := fmt.Sprintf("shard %d's variants do not use server %q", shard, clip(m.Server))
+					logger.Warn("refused a call acquire: "+why, "shard", shard, "call", m.ID)
+					// Answered, so the worker does not wait for it.
+					enc.Write(&CallGranted{ID: m.ID, Refused: "refused by the coordinator: " + why})
+					continue
+				}
+				calls[m.ID] = callWaiting
+				go func() {
+					sem, err := c.Limits.acquireCall(grantCtx, m.Server)
+					if err != nil {
+						return
+					}
+					heldMu.Lock()
+					if closed {
+						heldMu.Unlock()
+						if sem != nil {
+							sem.release()
+						}
+						return
+					}
+					heldCalls[m.ID] = sem
+					heldMu.Unlock()
+					enc.Write(&CallGranted{ID: m.ID})
+				}()
+			case *ReleaseCall:
+				heldMu.Lock()
+				sem, ok := heldCalls[m.ID]
+				delete(heldCalls, m.ID)
+				heldMu.Unlock()
+				if !ok {
+					logger.Warn("refused a call release: "+refuseRelease(calls, m.ID)+"; no place is given back", "shard", shard, "call", m.ID)
+					continue
+				}
+				calls[m.ID] = callReleased
+				if sem != nil {
+					sem.release()
+				}
 			case *Trial:
 				heldMu.Lock()
 				wasGranted := granted[m.Acquire]
@@ -348,6 +414,44 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 			}
 		}
 	}
+}
+
+// callPhase is where a call ID stands, as Serve's loop saw it.
+type callPhase int
+
+const (
+	callUnknown  callPhase = iota // never read
+	callWaiting                   // read, maybe granted since (see heldCalls)
+	callRefused                   // answered with a refusal
+	callReleased                  // granted and given back
+)
+
+// refuseRelease says why a release-call that holds no place is refused.
+func refuseRelease(calls map[int64]callPhase, id int64) string {
+	switch calls[id] {
+	case callReleased:
+		return "the call was released before"
+	case callWaiting:
+		return "its call acquire was not granted yet"
+	case callRefused:
+		return "its call acquire was refused"
+	}
+	return "no call acquire with this id was read"
+}
+
+// bundleServers returns the servers the bundle's settings use, by name;
+// nil for no bundle.
+func bundleServers(b *Bundle) map[string]bool {
+	if b == nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, set := range b.Settings {
+		for _, s := range set.Servers {
+			out[s.Name] = true
+		}
+	}
+	return out
 }
 
 // refuseAcquire says why an acquire is refused, or "" to go on: an ID in
@@ -443,7 +547,8 @@ func (c *Coordinator) fetch(ctx context.Context, fetch Fetch, path string, logge
 }
 
 // Limiter holds the eval's limits per provider and per server across every
-// shard of a run.
+// shard of a run: trials in flight, and (WithServerCalls) tool calls in
+// flight per server.
 type Limiter struct {
 	mu   sync.Mutex
 	sems map[string]*semaphore
@@ -460,6 +565,32 @@ func NewLimiter(providers, servers map[string]int) *Limiter {
 		l.sems["server:"+name] = newSemaphore(n)
 	}
 	return l
+}
+
+// WithServerCalls adds caps on tool calls in flight per server across
+// every shard (limits.serverCalls), apart from the caps on trials, and
+// returns l. Call it before the limiter is used.
+func (l *Limiter) WithServerCalls(servers map[string]int) *Limiter {
+	for name, n := range servers {
+		l.sems["call:"+name] = newSemaphore(n)
+	}
+	return l
+}
+
+// acquireCall takes a place for one tool call to server; nil when its
+// calls have no cap.
+func (l *Limiter) acquireCall(ctx context.Context, server string) (*semaphore, error) {
+	if l == nil {
+		return nil, nil
+	}
+	s := l.sems["call:"+server]
+	if s == nil {
+		return nil, nil
+	}
+	if err := s.acquire(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // acquire takes room for a trial, in a fixed order so two trials never

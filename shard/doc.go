@@ -16,6 +16,9 @@
 //	  (once accepted: readiness check of every server)
 //	  acquire {id, key, providers, servers} ▶ waits for room under the limits
 //	                                   ◀──   granted {id}
+//	  acquire-call {id, server}        ──▶   waits for room under the call limits
+//	                                   ◀──   call-granted {id}
+//	  release-call {id}                ──▶   (the tool call ended)
 //	  (runs the trial, writes its transcript)
 //	  trial {acquire, key, status, path} ──▶ gives the room back, grades
 //	  heartbeat {inFlight, done}       ──▶   (every 10 s; 60 s of silence: lost)

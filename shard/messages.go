@@ -13,18 +13,22 @@ import (
 // Protocol is the name and version of the protocol, sent in hello.
 const Protocol = "mst.shard/v1"
 
-// Message types. Worker to coordinator: hello, acquire, need-tokens, trial,
-// heartbeat, done. Coordinator to worker: granted, tokens, cancel.
+// Message types. Worker to coordinator: hello, acquire, acquire-call,
+// release-call, need-tokens, trial, heartbeat, done. Coordinator to worker:
+// granted, call-granted, tokens, cancel.
 const (
-	TypeHello      = "hello"
-	TypeAcquire    = "acquire"
-	TypeNeedTokens = "need-tokens"
-	TypeTrial      = "trial"
-	TypeHeartbeat  = "heartbeat"
-	TypeDone       = "done"
-	TypeGranted    = "granted"
-	TypeTokens     = "tokens"
-	TypeCancel     = "cancel"
+	TypeHello       = "hello"
+	TypeAcquire     = "acquire"
+	TypeAcquireCall = "acquire-call"
+	TypeReleaseCall = "release-call"
+	TypeNeedTokens  = "need-tokens"
+	TypeTrial       = "trial"
+	TypeHeartbeat   = "heartbeat"
+	TypeDone        = "done"
+	TypeGranted     = "granted"
+	TypeCallGranted = "call-granted"
+	TypeTokens      = "tokens"
+	TypeCancel      = "cancel"
 )
 
 // Hello is the worker's first message. The coordinator refuses a worker
@@ -50,6 +54,31 @@ type Acquire struct {
 	Key       transcript.Key `json:"key"`
 	Providers []string       `json:"providers,omitempty"`
 	Servers   []string       `json:"servers,omitempty"`
+}
+
+// AcquireCall asks for a place for one tool call to a server whose calls
+// the eval limits across shards (limits.serverCalls). The worker sends it
+// before the call reaches the server, waits for CallGranted with the same
+// ID, and sends ReleaseCall with that ID when the call ends. Call IDs are
+// numbered on their own, apart from the IDs of Acquire.
+type AcquireCall struct {
+	ID     int64  `json:"id"`
+	Server string `json:"server"`
+}
+
+// ReleaseCall gives back the place a granted AcquireCall took.
+type ReleaseCall struct {
+	ID int64 `json:"id"`
+}
+
+// CallGranted answers an AcquireCall: the call may go to its server,
+// unless Refused is set.
+type CallGranted struct {
+	ID int64 `json:"id"`
+	// Refused, when set, says why the coordinator will not count the call
+	// (a server the shard's variants do not use): the call must not reach
+	// the server, and no ReleaseCall follows.
+	Refused string `json:"refused,omitempty"`
 }
 
 // NeedTokens asks the coordinator for fresh access tokens: the tokens of
@@ -182,6 +211,12 @@ func messageType(m any) string {
 		return TypeHello
 	case *Acquire:
 		return TypeAcquire
+	case *AcquireCall:
+		return TypeAcquireCall
+	case *ReleaseCall:
+		return TypeReleaseCall
+	case *CallGranted:
+		return TypeCallGranted
 	case *NeedTokens:
 		return TypeNeedTokens
 	case *Trial:
@@ -207,6 +242,12 @@ func newMessage(typ string) any {
 		return new(Hello)
 	case TypeAcquire:
 		return new(Acquire)
+	case TypeAcquireCall:
+		return new(AcquireCall)
+	case TypeReleaseCall:
+		return new(ReleaseCall)
+	case TypeCallGranted:
+		return new(CallGranted)
 	case TypeNeedTokens:
 		return new(NeedTokens)
 	case TypeTrial:

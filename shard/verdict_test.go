@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/mst-eval/mst/servers"
 	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/transcript"
 )
@@ -81,7 +82,8 @@ func TestVerdictsAsDocumented(t *testing.T) {
 		"hello from a machine the run's clients cannot use (`Coordinator.CheckHello`)": {
 			{strings.Replace(hello, `"linux"`, `"plan9"`, 1), done},
 		},
-		"acquire before hello": {{acquire}},
+		"acquire before hello":      {{acquire}},
+		"acquire-call before hello": {{`{"type":"acquire-call","id":1,"server":"weather"}`}},
 		"A line that is not JSON, is cut off, has a field of the wrong JSON type, or is longer than 16 MiB": {
 			{hello, "Downloading the server..."},
 			{hello, `{"type":"acquire","id":1,"key":{"ca`},
@@ -94,12 +96,16 @@ func TestVerdictsAsDocumented(t *testing.T) {
 			{hello, `{"type":"acquire","id":1,"key":{"case":"elsewhere","variant":"v","trial":1}}`, done},
 			{hello, acquire, `{"type":"trial","acquire":1,"key":{"case":"a","variant":"v","trial":1},"status":"answered","path":"../../x.json"}`, done},
 			{hello, hello, done},
+			{hello, `{"type":"acquire-call","id":1,"server":"elsewhere"}`, done},
+			{hello, `{"type":"release-call","id":7}`, done},
+			{hello, `{"type":"acquire-call","id":0,"server":"weather"}`, `{"type":"acquire-call","id":1,"server":"weather"}`, `{"type":"release-call","id":1}`, `{"type":"release-call","id":1}`, done},
 		},
 		"Nothing from the worker for 60 s (`Coordinator.Silence`)": {{hello, "silence"}},
 		"The worker's stdout ended before `done`":                  {{hello, ""}},
 		"Reading the worker's stdout failed (a broken channel)":    {{hello, "broken"}},
 	}
-	b := &shard.Bundle{Trials: []shard.Planned{{Key: transcript.Key{Case: "a", Variant: "v", Trial: 1}}}}
+	b := &shard.Bundle{Trials: []shard.Planned{{Key: transcript.Key{Case: "a", Variant: "v", Trial: 1}}},
+		Settings: []shard.Setting{{Variant: "v", Servers: []servers.Server{{Name: "weather", Command: "weather"}}}}}
 	rows := readVerdicts(t)
 	seen := map[string]bool{}
 	for _, row := range rows {

@@ -141,6 +141,7 @@ func (w *Worker) Run(ctx context.Context, b *Bundle, in io.Reader, out io.Writer
 	wg.Wait()
 	stopHB()
 	cleanup := errors.Join(r.closeSessions(), r.tokens.close())
+	r.closing.Wait()
 	if r.proxies != nil {
 		r.proxies.Close()
 	}
@@ -168,11 +169,20 @@ type workerRun struct {
 	acceptOnce sync.Once
 	reason     string
 
+	// Places for tool calls under limits.serverCalls: callGrants are the
+	// call acquires waiting for their call-granted, callsGaveUp those whose
+	// call stopped waiting (its grant is given back when it comes).
+	nextCallID  int64
+	callGrants  map[int64]chan string
+	callsGaveUp map[int64]bool
+
 	// proxies serves the MCP proxies of trials whose client takes them
 	// (client.Definition.ProxiedServers); started at the first such trial.
 	proxies     *mcpproxy.Host
 	proxiesErr  error
 	proxiesOnce sync.Once
+	// closing tracks the trials' proxy sets that are still stopping.
+	closing sync.WaitGroup
 }
 
 // proxyHost returns the run's proxy host, starting it the first time.
@@ -191,7 +201,8 @@ func (r *workerRun) cancelled() string {
 	return "cancel: " + r.reason
 }
 
-// readCoordinator handles granted, tokens and cancel until in ends.
+// readCoordinator handles granted, call-granted, tokens and cancel until
+// in ends.
 func (r *workerRun) readCoordinator(in io.Reader, cancel context.CancelFunc) {
 	dec := NewDecoder(in)
 	for {
@@ -224,6 +235,19 @@ func (r *workerRun) readCoordinator(in io.Reader, cancel context.CancelFunc) {
 			r.mu.Unlock()
 			if ch != nil {
 				close(ch)
+			}
+		case *CallGranted:
+			r.mu.Lock()
+			ch, waiting := r.callGrants[m.ID]
+			delete(r.callGrants, m.ID)
+			gaveUp := r.callsGaveUp[m.ID]
+			delete(r.callsGaveUp, m.ID)
+			r.mu.Unlock()
+			switch {
+			case waiting:
+				ch <- m.Refused
+			case gaveUp && m.Refused == "":
+				r.enc.Write(&ReleaseCall{ID: m.ID})
 			}
 		case *Tokens:
 			// Handled before the next message, so a trial granted after
@@ -447,7 +471,7 @@ func (r *workerRun) runTrial(ctx context.Context, key transcript.Key, setting in
 	trial := client.Trial{Key: key, Prompt: c.Input, Metadata: c.Metadata}
 	var proxies *mcpproxy.Set
 	if p.proxied != nil {
-		proxies, err = r.openProxies(ctx, key, p.proxied, p.maxCalls)
+		proxies, err = r.openProxies(ctx, key, p.proxied, p.maxCalls, set.CallLimits)
 		if err != nil {
 			p.put(ctx, sess, client.Continue, r.w.Logger)
 			t.Outcome = openFailure(ctx, err)
@@ -471,7 +495,10 @@ func (r *workerRun) runTrial(ctx context.Context, key transcript.Key, setting in
 	cancel()
 	if proxies != nil {
 		ev := proxies.Evidence()
-		proxies.Close()
+		// The trial is over: its servers stop in the background (a server
+		// may take seconds to go), off the trial's time and the next
+		// trial's way; the run waits for them before it reports done.
+		r.closing.Go(func() { proxies.Close() })
 		defer func() { mcpproxy.Merge(t, ev, !abandoned && err == nil) }()
 	}
 	if abandoned {
@@ -514,13 +541,71 @@ func (r *workerRun) runTrial(ctx context.Context, key transcript.Key, setting in
 	return finish()
 }
 
-// openProxies starts the trial's servers behind MST's proxies.
-func (r *workerRun) openProxies(ctx context.Context, key transcript.Key, list []servers.Server, maxCalls int) (*mcpproxy.Set, error) {
+// openProxies starts the trial's servers behind MST's proxies. Each call
+// that reaches a server in callLimits first gets a place from the
+// coordinator (see acquireCall).
+func (r *workerRun) openProxies(ctx context.Context, key transcript.Key, list []servers.Server, maxCalls int, callLimits map[string]int) (*mcpproxy.Set, error) {
 	host, err := r.proxyHost()
 	if err != nil {
 		return nil, err
 	}
-	return host.Open(ctx, list, mcpproxy.Options{Trial: key.String(), MaxCalls: maxCalls})
+	o := mcpproxy.Options{Trial: key.String(), MaxCalls: maxCalls}
+	if len(callLimits) > 0 {
+		o.Acquire = func(ctx context.Context, server string) (func(), error) {
+			if _, limited := callLimits[server]; !limited {
+				return func() {}, nil
+			}
+			return r.acquireCall(ctx, server)
+		}
+	}
+	return host.Open(ctx, list, o)
+}
+
+// acquireCall asks the coordinator for a place for one tool call to
+// server and waits for it, or for ctx. The release it returns gives the
+// place back. A call that stops waiting (ctx ended) leaves a note, so the
+// grant that comes later is given back at once.
+func (r *workerRun) acquireCall(ctx context.Context, server string) (release func(), err error) {
+	r.mu.Lock()
+	r.nextCallID++
+	id := r.nextCallID
+	ch := make(chan string, 1) // the grant's Refused
+	if r.callGrants == nil {
+		r.callGrants = map[int64]chan string{}
+	}
+	r.callGrants[id] = ch
+	r.mu.Unlock()
+	if err := r.enc.Write(&AcquireCall{ID: id, Server: server}); err != nil {
+		r.mu.Lock()
+		delete(r.callGrants, id)
+		r.mu.Unlock()
+		return nil, err
+	}
+	select {
+	case refused := <-ch:
+		if refused != "" {
+			return nil, errors.New(refused)
+		}
+		var once sync.Once
+		return func() { once.Do(func() { r.enc.Write(&ReleaseCall{ID: id}) }) }, nil
+	case <-ctx.Done():
+	}
+	r.mu.Lock()
+	if _, waiting := r.callGrants[id]; waiting {
+		delete(r.callGrants, id)
+		if r.callsGaveUp == nil {
+			r.callsGaveUp = map[int64]bool{}
+		}
+		r.callsGaveUp[id] = true
+		r.mu.Unlock()
+		return nil, ctx.Err()
+	}
+	r.mu.Unlock()
+	// The grant came as the wait ended: give its place back.
+	if refused := <-ch; refused == "" {
+		r.enc.Write(&ReleaseCall{ID: id})
+	}
+	return nil, ctx.Err()
 }
 
 // runSession runs one trial on a session. When tctx ends and the session
@@ -639,7 +724,7 @@ func (r *workerRun) pool(setting int) (*pool, error) {
 		}
 		p.params.Servers = make([]servers.Server, len(srvs))
 		for i, s := range set.Servers {
-			p.params.Servers[i] = servers.Server{Name: s.Name, Command: s.Command, Args: s.Args, Dir: s.Dir, URL: s.URL, StartupTimeout: s.StartupTimeout}
+			p.params.Servers[i] = s.Declaration()
 		}
 	}
 	r.pools[setting] = p

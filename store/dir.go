@@ -23,7 +23,8 @@ import (
 	"github.com/mst-eval/mst/transcript"
 )
 
-// The files of a run folder. Only this file knows them.
+// The files of a run folder. Only this package knows them; layout.go
+// exports the names every store shares.
 const (
 	runFile        = "run.json"
 	prevRunFile    = "run.prev.json" // the record before the latest, for when run.json is damaged
@@ -43,7 +44,9 @@ const (
 //	ROOT/RUN-ID/cases.jsonl                    the cases, as loaded
 //	ROOT/RUN-ID/graders.json                   the eval's graders, as written
 //	ROOT/RUN-ID/transcripts/VARIANT/CASE.tN.json   one transcript per trial
-//	ROOT/RUN-ID/grades.jsonl                   one grade per line, appended
+//	ROOT/RUN-ID/grades.jsonl                   one grade per line, appended: grade set 1
+//	ROOT/RUN-ID/gradesets/N.json               grade set N: what made it, its graders
+//	ROOT/RUN-ID/gradesets/N.jsonl              the grades of set N (N ≥ 2)
 //	ROOT/RUN-ID/run.prev.json                  a second copy of the run record
 //	ROOT/RUN-ID/run.lock                       held by the run's writer; names it
 //
@@ -207,16 +210,7 @@ func (r *DirRun) ReadRun(ctx context.Context) (transcript.Run, error) {
 		if herr != nil {
 			return rec, herr
 		}
-		if !live {
-			rec.Collect = transcript.CollectInterrupted
-			why := "its coordinator ended before it could record how the run ended"
-			if rec.Owner != nil {
-				why = fmt.Sprintf("its coordinator (%s) ended before it could record how the run ended", rec.Owner)
-			} else if o.PID != 0 {
-				why = fmt.Sprintf("its coordinator (%s) ended before it could record how the run ended", o)
-			}
-			rec.Note = strings.TrimPrefix(rec.Note+"; "+why, "; ")
-		}
+		rec = MarkInterrupted(rec, o, live)
 	}
 	return rec, nil
 }
@@ -251,20 +245,7 @@ func (r *DirRun) readRunFile(name string) (transcript.Run, error) {
 	case err != nil:
 		return transcript.Run{}, err
 	}
-	if len(bytes.TrimSpace(b)) == 0 {
-		return transcript.Run{}, unreadable(errEmpty)
-	}
-	if p := inputcheck.Text(b, "run record"); p != nil {
-		return transcript.Run{}, unreadable(p)
-	}
-	if p := inputcheck.JSONDepth(b); p != nil {
-		return transcript.Run{}, unreadable(p)
-	}
-	rec, err := transcript.DecodeRun(b)
-	if err != nil {
-		return transcript.Run{}, unreadable(err)
-	}
-	return rec, nil
+	return decodeRunRecord(b, path)
 }
 
 // WriteConfig writes eval.yaml (or eval.json, after name's extension).
@@ -381,14 +362,7 @@ func readTranscriptFile(path string) (*transcript.Transcript, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(bytes.TrimSpace(b)) == 0 {
-		return nil, &damagedError{path, fmt.Errorf("it is empty")}
-	}
-	t, err := transcript.Decode(b)
-	if err != nil {
-		return nil, &damagedError{path, err}
-	}
-	return t, nil
+	return DecodeTranscript(b, path)
 }
 
 // looksWhole says, from its last bytes only, whether a transcript file can
@@ -517,6 +491,11 @@ func (r *DirRun) Transcripts(ctx context.Context, fn func(*transcript.Transcript
 
 // AppendGrades appends one line per grade to grades.jsonl, in one write.
 func (r *DirRun) AppendGrades(ctx context.Context, gs ...grade.TrialGrade) error {
+	return r.appendGrades(gradesFile, gs)
+}
+
+// appendGrades appends one line per grade to the named grades file.
+func (r *DirRun) appendGrades(name string, gs []grade.TrialGrade) error {
 	if len(gs) == 0 {
 		return nil
 	}
@@ -532,7 +511,7 @@ func (r *DirRun) AppendGrades(ctx context.Context, gs ...grade.TrialGrade) error
 	data := r.redact.Bytes(b.Bytes())
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	f, err := os.OpenFile(r.path(gradesFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(r.path(name), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return fmt.Errorf("appending grades: %w", err)
 	}
@@ -548,7 +527,7 @@ func (r *DirRun) AppendGrades(ctx context.Context, gs ...grade.TrialGrade) error
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("appending grades to %s: %w", r.path(gradesFile), err)
+		return fmt.Errorf("appending grades to %s: %w", r.path(name), err)
 	}
 	return nil
 }
@@ -585,11 +564,19 @@ func repairTornEnd(f *os.File) error {
 // so the grades themselves are streamed. A line that does not parse (a torn
 // last line after a crash) is skipped.
 func (r *DirRun) Grades(ctx context.Context, fn func(grade.TrialGrade) error) error {
+	return r.grades(ctx, gradesFile, oldGradesFile, fn)
+}
+
+// grades streams the latest grade of every key of the named grades file
+// and, when old is not "", of the older whole-file form.
+func (r *DirRun) grades(ctx context.Context, name, oldName string, fn func(grade.TrialGrade) error) error {
 	var old struct {
 		Trials []grade.TrialGrade `json:"trials"`
 	}
-	if err := r.readJSON(oldGradesFile, &old); err != nil && !errors.Is(err, ErrNotFound) {
-		return err
+	if oldName != "" {
+		if err := r.readJSON(oldName, &old); err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
 	}
 	// latest maps each key to the number of its latest line in
 	// grades.jsonl (from 1), or to 0 when only grades.json has it.
@@ -598,7 +585,7 @@ func (r *DirRun) Grades(ctx context.Context, fn func(grade.TrialGrade) error) er
 		latest[g.Key] = 0
 	}
 	pass := func(fn func(n int, g grade.TrialGrade) error) error {
-		f, err := os.Open(r.path(gradesFile))
+		f, err := os.Open(r.path(name))
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}

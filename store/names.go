@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -188,7 +189,12 @@ func readKey(path string) (transcript.Key, error) {
 		return transcript.Key{}, err
 	}
 	defer f.Close()
-	d := json.NewDecoder(f)
+	return decodeKey(f)
+}
+
+// decodeKey reads only the key of the transcript rd holds.
+func decodeKey(rd io.Reader) (transcript.Key, error) {
+	d := json.NewDecoder(rd)
 	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
 		return transcript.Key{}, errors.New("not a JSON object")
 	}

@@ -59,6 +59,9 @@ type Run struct {
 	Collect   string    `json:"collect"`
 	// Resumes counts how often the run was resumed.
 	Resumes int `json:"resumes,omitempty"`
+	// NoGrade is true for a run collected with --no-grade: MST grades
+	// none of its trials (a resume neither) until mst grade does.
+	NoGrade bool `json:"noGrade,omitempty"`
 	// Note says why a run is partial, when it is.
 	Note string `json:"note,omitempty"`
 	// Stopped lists the variants the latest attempt stopped: their first

@@ -50,6 +50,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -184,12 +185,7 @@ func decodeOptions(raw json.RawMessage) (Options, error) {
 
 // builtinToolNames lists the names builtinTools takes, sorted.
 func builtinToolNames() []string {
-	names := make([]string, 0, len(builtinTools))
-	for n := range builtinTools {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(builtinTools))
 }
 
 // CheckBaseURL checks claude-code's clientOptions.baseURL. The CLI appends

@@ -22,7 +22,7 @@ import (
 func proxiedParams(p client.OpenParams) client.OpenParams {
 	names := make([]servers.Server, len(p.Servers))
 	for i, s := range p.Servers {
-		names[i] = servers.Server{Name: s.Name, Command: s.Command, Args: s.Args, Dir: s.Dir, URL: s.URL, StartupTimeout: s.StartupTimeout}
+		names[i] = s.Declaration()
 	}
 	p.Servers, p.Proxied = names, true
 	return p

@@ -20,7 +20,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -158,12 +159,7 @@ func builtinToolHelp() map[string]string {
 
 // builtinToolNames are the names builtinTools takes, sorted.
 func builtinToolNames() []string {
-	names := make([]string, 0, len(builtinTools))
-	for n := range builtinTools {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(builtinTools))
 }
 
 // coreTools are the CLI's names of the built-in tools names turns on.

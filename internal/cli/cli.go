@@ -32,6 +32,7 @@ const (
 	ExitUsage       ExitCode = 2
 	ExitPartial     ExitCode = 3
 	ExitUnanswered  ExitCode = 4
+	ExitGate        ExitCode = 5
 	ExitInterrupted ExitCode = 130
 )
 
@@ -48,6 +49,8 @@ func (c ExitCode) Meaning() string {
 		return "the run finished partial: trials are missing (finish it with mst run --resume RUN)"
 	case ExitUnanswered:
 		return "the run cannot answer: a variant has no graded trial, or more errored or skipped trials than --max-errored allows (the report lists the errors by cause)"
+	case ExitGate:
+		return "a gate failed: a variant's pass rate is under --min-pass-rate, or it passes significantly less often than in the --baseline run (mst compare: --fail-worse)"
 	case ExitInterrupted:
 		return "interrupted (Ctrl-C); what finished is kept"
 	}
@@ -56,7 +59,7 @@ func (c ExitCode) Meaning() string {
 
 // ExitCodes lists every exit code in order.
 func ExitCodes() []ExitCode {
-	return []ExitCode{ExitOK, ExitFailure, ExitUsage, ExitPartial, ExitUnanswered, ExitInterrupted}
+	return []ExitCode{ExitOK, ExitFailure, ExitUsage, ExitPartial, ExitUnanswered, ExitGate, ExitInterrupted}
 }
 
 // exitCodesHelp is the "Exit codes" section of a command's help.
@@ -185,6 +188,10 @@ Start with the quickstart, which runs offline with no keys:
 		newValidateCmd(stdio),
 		newSchemaCmd(stdio),
 		newReportCmd(stdio),
+		newGradeCmd(stdio),
+		newCompareCmd(stdio),
+		newShowCmd(stdio),
+		newViewCmd(stdio),
 		newCollectCmd(stdio),
 		newMCPStdioCmd(stdio),
 		newVersionCmd(stdio),

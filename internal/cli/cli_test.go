@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"testing"
 
@@ -34,6 +35,12 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: false,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("NO_COLOR", "1")
+			// The JUnit schema report_formats.txtar validates against.
+			xsd, err := filepath.Abs(filepath.Join("..", "..", "report", "testdata", "junit", "junit.xsd"))
+			if err != nil {
+				return err
+			}
+			env.Setenv("JUNIT_XSD", xsd)
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

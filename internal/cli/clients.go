@@ -14,6 +14,7 @@ import (
 
 	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/internal/builtin"
+	"github.com/mst-eval/mst/report"
 )
 
 // emptyOptions is the options schema of a client that declares none: it
@@ -52,7 +53,7 @@ Defaults are shown as the clients declare them: a value, or in parentheses
 what leaving the option out means. Nothing is filled in from your configs.`,
 		Example: `  mst clients
   mst clients show claude-code
-  mst clients --json | jq '.[] | select(.available) | .name'
+  mst clients --json | jq '.clients[] | select(.available) | .name'
   mst clients --markdown > docs/clients.md`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -71,9 +72,9 @@ what leaving the option out means. Nothing is filled in from your configs.`,
 					d, _ := reg.Lookup(name)
 					infos = append(infos, describeClient(reg, d, goos))
 				}
-				return writeIndentedJSON(stdio.Out, infos)
+				return writeList(stdio.Out, kindClients, "clients", infos)
 			}
-			return writeClientList(stdio.Out, reg, goos)
+			return writeClientList(stdio.Out, reg, goos, termWidth(stdio, stdio.Out))
 		},
 	}
 	cmd.PersistentFlags().BoolVar(&asJSON, "json", false, "print the clients as JSON, with each one's full options schema")
@@ -101,7 +102,10 @@ case may override, and each option with its type, default and meaning.`,
 				return withCode(ExitUsage, err)
 			}
 			if asJSON {
-				return writeIndentedJSON(stdio.Out, describeClient(reg, d, goos))
+				return writeIndentedJSON(stdio.Out, struct {
+					envelope
+					clientInfo
+				}{envelope{kindClient, 1}, describeClient(reg, d, goos)})
 			}
 			return writeClientDetail(stdio.Out, reg, d, goos)
 		},
@@ -155,19 +159,24 @@ func writeIndentedJSON(w io.Writer, v any) error {
 }
 
 // writeClientList prints the table of clients, each row followed by its
-// options and, when it cannot run on goos, why.
-func writeClientList(w io.Writer, reg *client.Registry, goos string) error {
+// options and, when it cannot run on goos, why, within width characters
+// a line (0: no limit): on a narrow terminal the setup, credentials and OS
+// columns are left out in that order and descriptions are shortened
+// (mst clients show NAME has them in full).
+func writeClientList(w io.Writer, reg *client.Registry, goos string, width int) error {
 	var table bytes.Buffer
-	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tWHAT\tOS\tCREDENTIALS\tSETUP")
+	tbl := report.Table{Columns: []report.Column{
+		{Head: "NAME"}, {Head: "WHAT", Shrink: true}, {Head: "OS", Drop: 3},
+		{Head: "CREDENTIALS", Drop: 2, Shrink: true}, {Head: "SETUP", Drop: 1, Shrink: true},
+	}}
 	var notes [][]string
 	for _, name := range reg.Names() {
 		d, _ := reg.Lookup(name)
 		info := describeClient(reg, d, goos)
 		// A cell holds no newline, so that the table has one line per client.
 		oneLine := strings.NewReplacer("\n", " ", "\t", " ").Replace
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", oneLine(info.Name), oneLine(info.Description), strings.Join(info.OS, ", "),
-			oneLine(orNoneText(strings.Join(info.Credentials, "; "))), oneLine(orNoneText(info.Setup)))
+		tbl.Rows = append(tbl.Rows, []string{oneLine(info.Name), oneLine(info.Description), strings.Join(info.OS, ", "),
+			oneLine(orNoneText(strings.Join(info.Credentials, "; "))), oneLine(orNoneText(info.Setup))})
 		opts, err := client.DescribeOptions(info.Options)
 		if err != nil {
 			return fmt.Errorf("client %s: %w", name, err)
@@ -182,17 +191,20 @@ func writeClientList(w io.Writer, reg *client.Registry, goos string) error {
 		}
 		notes = append(notes, lines)
 	}
-	tw.Flush()
+	dropped := tbl.Write(&table, width)
 	rows := strings.Split(strings.TrimSuffix(table.String(), "\n"), "\n")
 	var out strings.Builder
 	out.WriteString(strings.TrimRight(rows[0], " ") + "\n")
 	for i, row := range rows[1:] {
 		out.WriteString(strings.TrimRight(row, " ") + "\n")
 		for _, l := range notes[i] {
-			out.WriteString("    " + l + "\n")
+			out.WriteString(report.Wrap("    "+l, width, "      ") + "\n")
 		}
 	}
-	out.WriteString("\n`mst clients show NAME` prints one client's options in full.\n")
+	if dropped > 0 {
+		out.WriteString("\n" + report.Wrap(fmt.Sprintf("(OS, credentials and setup columns left out to fit %d columns.)", width), width, " "))
+	}
+	out.WriteString("\n" + report.Wrap("`mst clients show NAME` prints one client's options in full.", width, "  ") + "\n")
 	_, err := io.WriteString(w, out.String())
 	return err
 }

@@ -54,10 +54,15 @@ func TestClientsJSON(t *testing.T) {
 	got := runMST(t, "clients", "--json", "--os", "linux")
 	checkGolden(t, filepath.Join("testdata", "clients.golden.json"), got, "go test ./internal/cli -run TestClientsJSON -update")
 
-	var list []map[string]any
-	if err := json.Unmarshal(got, &list); err != nil {
-		t.Fatalf("mst clients --json is not a JSON array: %v", err)
+	var doc struct {
+		Kind    string           `json:"kind"`
+		Version int              `json:"version"`
+		Clients []map[string]any `json:"clients"`
 	}
+	if err := json.Unmarshal(got, &doc); err != nil || doc.Kind != "mst.clients" || doc.Version != 1 {
+		t.Fatalf("mst clients --json is not an mst.clients version 1 object (%v): %.200s", err, got)
+	}
+	list := doc.Clients
 	var names []string
 	for _, c := range list {
 		names = append(names, c["name"].(string))
@@ -86,11 +91,18 @@ func TestClientsShowJSON(t *testing.T) {
 	if err := json.Unmarshal(got, &show); err != nil {
 		t.Fatalf("mst clients show --json is not a JSON object: %v", err)
 	}
-	var list []map[string]any
-	if err := json.Unmarshal(runMST(t, "clients", "--json", "--os", "linux"), &list); err != nil {
+	if show["kind"] != "mst.client" || show["version"] != 1.0 {
+		t.Errorf("mst clients show --json: kind %v, version %v; want mst.client, 1", show["kind"], show["version"])
+	}
+	delete(show, "kind")
+	delete(show, "version")
+	var doc struct {
+		Clients []map[string]any `json:"clients"`
+	}
+	if err := json.Unmarshal(runMST(t, "clients", "--json", "--os", "linux"), &doc); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range list {
+	for _, c := range doc.Clients {
 		if c["name"] == "claude-code" {
 			if diff := cmp.Diff(c, show); diff != "" {
 				t.Errorf("show claude-code and the list disagree (-list +show):\n%s", diff)
@@ -106,15 +118,17 @@ func TestClientsShowJSON(t *testing.T) {
 // fills in nothing.
 func TestClientsJSONKeepsSchemasAsDeclared(t *testing.T) {
 	t.Parallel()
-	var list []struct {
-		Name    string          `json:"name"`
-		Options json.RawMessage `json:"options"`
+	var doc struct {
+		Clients []struct {
+			Name    string          `json:"name"`
+			Options json.RawMessage `json:"options"`
+		} `json:"clients"`
 	}
-	if err := json.Unmarshal(runMST(t, "clients", "--json"), &list); err != nil {
+	if err := json.Unmarshal(runMST(t, "clients", "--json"), &doc); err != nil {
 		t.Fatal(err)
 	}
 	reg := builtin.Clients()
-	for _, c := range list {
+	for _, c := range doc.Clients {
 		d, err := reg.Lookup(c.Name)
 		if err != nil {
 			t.Fatal(err)

@@ -42,6 +42,9 @@ func newCollectCmd(stdio Stdio) *cobra.Command {
 			defer servers.GuardWorker()()
 			set := secrets.New()
 			redact := secrets.NewRedactor(set)
+			if err := checkWorkerFolder(results); err != nil {
+				return withCode(ExitUsage, err)
+			}
 			// One folder, one writer: a second worker given this folder
 			// (two runs sharing a shard folder) is refused, naming the
 			// first, before it reads or writes anything.

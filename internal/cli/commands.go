@@ -1,34 +1,52 @@
 package cli
 
 import (
-	"encoding/json"
-
 	"github.com/spf13/cobra"
 
 	"github.com/mst-eval/mst/eval"
 	"github.com/mst-eval/mst/internal/builtin"
+	"github.com/mst-eval/mst/report"
 	"github.com/mst-eval/mst/run"
 )
 
 func newSchemaCmd(stdio Stdio) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "schema",
-		Short: "Print the JSON Schema of eval configs",
+		Short: "Print the JSON Schema of eval configs (mst schema report: of reports)",
 		Long: `Print the JSON Schema that eval configs are checked against. Point your editor
 at it for completion and inline help, e.g. with the YAML language server:
 
-  # yaml-language-server: $schema=./mst.schema.json`,
-		Example: `  mst schema > mst.schema.json`,
-		Args:    cobra.NoArgs,
+  # yaml-language-server: $schema=./mst.schema.json
+
+mst schema report prints the schema of the JSON that mst report, mst run and
+mst compare print with --json.`,
+		Example: `  mst schema > mst.schema.json
+  mst schema report > mst-report.schema.json`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, err := stdio.Out.Write(eval.Schema(run.Catalog{Clients: builtin.Clients(), Providers: builtin.Providers()}))
 			return err
 		},
 	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "report",
+		Short: "Print the JSON Schema of mst report --json and mst compare --json",
+		Long: `Print the JSON Schema of the reports MST prints as JSON: kind mst.report
+(mst report --json, mst run --json) and kind mst.compare (mst compare
+--json). Each document starts with its kind and version; docs/reports.md says
+what a new version may change.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, err := stdio.Out.Write(report.Schema())
+			return err
+		},
+	})
+	return cmd
 }
 
 func newReportCmd(stdio Stdio) *cobra.Command {
-	var asJSON bool
+	var rf reportFlags
+	var gradeSet string
 	cmd := &cobra.Command{
 		Use:   "report RUN",
 		Short: "Print the report of a stored run",
@@ -38,27 +56,29 @@ trials, clustered by case), pass@k and pass^k, trials by outcome, the errored
 and skipped trials grouped by cause with their first message, tokens and
 latency, the cases side by side, and paired comparisons between variants.
 docs/statistics.md says how each number is computed. RUN is the run's folder
-(as mst run printed it), or a run id under ./mst-results.`,
+(as mst run printed it), or a run id under ./mst-results.
+
+--markdown prints a short summary for a pull-request comment, --junit FILE
+writes a JUnit XML file for CI (one test case per case and variant), and
+--failures lists the failed trials with their graders' reasons. The gates
+(--min-pass-rate, --max-errored, --baseline) make the command exit non-zero;
+docs/reports.md describes every format.
+
+` + exitCodesHelp(),
 		Example: `  mst report mst-results/quickstart-20261130-101500-a1b2c3
-  mst report quickstart-20261130-101500-a1b2c3 --json | jq '.variants[] | {variant, passRate}'`,
+  mst report quickstart-20261130-101500-a1b2c3 --json | jq '.variants[] | {variant, passRate}'
+  mst report RUN --markdown --min-pass-rate 0.8 --junit junit.xml
+  mst report RUN --baseline BASE-RUN`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := openRun(cmd.Context(), args[0], "", nil)
-			if err != nil {
+			if listed, err := listRunsIfListing(cmd.Context(), stdio, args[0], rf.json); listed {
 				return err
 			}
-			rep, err := run.LoadReport(cmd.Context(), st)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				enc := json.NewEncoder(stdio.Out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(rep)
-			}
-			return rep.WriteText(stdio.Out)
+			return reportCommand(run.WithGradeSet(cmd.Context(), gradeSet), stdio, args[0], rf)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	rf.add(cmd)
+	cmd.Flags().StringVar(&gradeSet, "grades", "", "show grade set `N` of the run (mst grade adds sets; default: the newest)")
+	addHTMLFlag(cmd, stdio)
 	return cmd
 }

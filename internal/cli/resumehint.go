@@ -51,6 +51,9 @@ func resumeConfig(rec transcript.Run, file string) string {
 
 // absPath is p made absolute, or p when that fails.
 func absPath(p string) string {
+	if isURL(p) {
+		return p // a store URL (stores.go)
+	}
 	if abs, err := filepath.Abs(p); err == nil {
 		return abs
 	}

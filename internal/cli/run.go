@@ -35,6 +35,8 @@ type runFlags struct {
 	runnerOptions []string
 	resume        string
 	retryErrored  bool
+	// noGrade is --no-grade: collect only.
+	noGrade bool
 	// maxErrored is --max-errored as given ("10%", "0.25", "3").
 	maxErrored string
 	// deadline is --deadline: how long the whole run may take (0: no limit).
@@ -42,6 +44,8 @@ type runFlags struct {
 	// runnerSet and maxErroredSet say --runner and --max-errored were
 	// given: a resume keeps the run's own runner unless --runner is.
 	runnerSet, maxErroredSet bool
+	// gates are --min-pass-rate and --baseline (gates.go).
+	gates gateFlags
 }
 
 func newRunCmd(stdio Stdio) *cobra.Command {
@@ -92,7 +96,7 @@ stores and prints.
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.results, "results", "", "folder that holds runs (default: the config's results, else ./mst-results)")
+	fl.StringVar(&f.results, "results", "", "where runs are kept: a folder, gs://BUCKET/PREFIX or s3://BUCKET/PREFIX (default: the config's results.store, else ./mst-results)")
 	fl.StringSliceVar(&f.variants, "variant", nil, "run only these variants (repeat, or separate with commas)")
 	fl.StringSliceVar(&f.cases, "case", nil, "run only the cases with these ids (repeat, or separate with commas)")
 	fl.IntVar(&f.trials, "trials", 0, "trials per case and variant (default: the config's trials)")
@@ -102,9 +106,12 @@ stores and prints.
 	fl.StringVar(&f.secretsFile, "secrets-file", "", "file of KEY=value lines given to clients as environment variables and redacted from everything stored")
 	fl.StringVar(&f.runner, "runner", "local", "where trials run: "+strings.Join(builtin.Runners().Names(), ", ")+" (mst runner list)")
 	fl.StringArrayVar(&f.runnerOptions, "runner-option", nil, "runner setting as key=value (repeat): shards=N, keep=never|failed|always, and the runner's own")
-	fl.StringVar(&f.resume, "resume", "", "continue a stored run (its folder or id): run only its missing, cancelled and skipped trials into it, with the runner, runner options, shards and keep it was started with (--runner and --runner-option change them)")
+	fl.StringVar(&f.resume, "resume", "", "continue a stored run (its folder, its URL in a bucket, or its id in --results): run only its missing, cancelled and skipped trials into it, with the runner, runner options, shards and keep it was started with (--runner and --runner-option change them)")
+	fl.BoolVar(&f.noGrade, "no-grade", false, "collect the transcripts without grading them (judges need no key then); grade the run later with mst grade")
 	fl.BoolVar(&f.retryErrored, "retry-errored", false, "with --resume, also run again the trials that errored")
 	fl.StringVar(&f.maxErrored, "max-errored", defaultMaxErrored, "exit 4 when a variant has more errored or skipped trials than this: a share (10%, 0.1) or a count (3); 100% never fails for errors")
+	f.gates.addPassRateFlag(fl)
+	f.gates.addBaselineFlag(fl)
 	fl.DurationVar(&f.deadline, "deadline", 0, "end the run after this long (90m, 2h), as Ctrl-C would: trials in flight end cancelled, finished ones are kept; 0 means no deadline")
 	return cmd
 }
@@ -156,6 +163,10 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
+	gate, err := f.gates.parse()
+	if err != nil {
+		return err
+	}
 	if f.deadline < 0 {
 		return withCode(ExitUsage, fmt.Errorf("--deadline %s: write a positive duration such as 90m or 2h (0: no deadline)", f.deadline))
 	}
@@ -184,6 +195,7 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 	req.Selection = transcript.Selection{Variants: f.variants, Cases: f.cases, Trials: f.trials, Limit: f.limit}
 	req.Results, req.RetryErrored = f.results, f.retryErrored
 	req.SecretsFile = f.secretsFile
+	req.NoGrade = f.noGrade
 	req.Resume = resumed
 	plan, err := run.NewPlan(ctx, req)
 	if err != nil {
@@ -216,10 +228,16 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 		deadlineCtx, cancel = context.WithTimeoutCause(ctx, f.deadline, errDeadline)
 		defer cancel()
 	}
+	var results store.Store = store.Dir{Root: plan.Results}
+	if resumed == nil {
+		if results, err = resultsStore(ctx, plan.Results, plan.Config.Name); err != nil {
+			return err
+		}
+	}
 	out, err := run.Execute(deadlineCtx, plan, run.Options{
-		Store: store.Dir{Root: plan.Results}, Clients: req.Clients,
+		Store: results, Clients: req.Clients,
 		Runner: rdef, Chosen: chosen, Secrets: set, Redact: redact,
-		Progress: run.NewProgress(stderr, isTerminal(stdio.Err)), Logger: logger,
+		Progress: run.NewProgressWidth(stderr, isTerminal(stdio.Err), func() int { return termWidth(stdio, stdio.Err) }), Logger: logger,
 		MSTVersion: Version, MST: []string{exe},
 	})
 	// hint is the command that finishes the run (resumehint.go).
@@ -248,11 +266,12 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 		}
 	} else {
 		fmt.Fprintln(stdout)
-		if err := out.Report.WriteText(stdout); err != nil {
+		if err := out.Report.WriteTextWidth(stdout, termWidth(stdio, stdio.Out)); err != nil {
 			return err
 		}
 	}
 	fmt.Fprintf(stderr, "results: %s\n", out.Store.Location())
+	writeRunHTML(ctx, out, stderr)
 	if ctx.Err() != nil {
 		return withCode(ExitInterrupted, fmt.Errorf("interrupted: the run is partial; its finished trials are kept in %s; finish it with %s", out.Store.Location(), hint()))
 	}
@@ -271,7 +290,7 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 		c := out.Run.Counts
 		return withCode(ExitPartial, fmt.Errorf("the run is partial (%d missing, %d cancelled of %d trials): finish it with %s", c.Missing, c.Cancelled, c.Planned, hint()))
 	}
-	return nil
+	return runGates(ctx, stdio, stdout, gate, out, f.json)
 }
 
 // errDeadline is the cause of a run context ended by --deadline.
@@ -328,6 +347,9 @@ func (e *redactedError) Unwrap() error { return e.err }
 // openRun finds a stored run by folder, or by id under the results folder
 // (--results, else the default results folder).
 func openRun(ctx context.Context, ref, results string, redact *secrets.Redactor) (store.Run, error) {
+	if st, done, err := openStoredRun(ctx, ref, results, redact); done {
+		return st, err
+	}
 	if st, err := store.OpenRunDir(ref, redact); err == nil {
 		return st, nil
 	}

@@ -67,7 +67,7 @@ keys. Every runner also takes MST's own options: shards=N (default 1, at most
 the runner's maximum) and keep=never|failed|always (which machines outlive
 their shard).`,
 		Example: `  mst runner list
-  mst runner list --json | jq '.[] | select(.name == "docker") | .options'`,
+  mst runner list --json | jq '.runners[] | select(.name == "docker") | .options'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			reg := builtin.Runners()
@@ -84,7 +84,7 @@ their shard).`,
 				})
 			}
 			if asJSON {
-				return writeIndentedJSON(stdio.Out, infos)
+				return writeList(stdio.Out, kindRunners, "runners", infos)
 			}
 			return writeRunnerList(stdio.Out, infos)
 		},
@@ -351,7 +351,7 @@ folder), detail, removed and error.`,
 				if found == nil {
 					found = []leftoverInfo{}
 				}
-				if err := writeIndentedJSON(stdio.Out, found); err != nil {
+				if err := writeList(stdio.Out, kindLeftovers, "leftovers", found); err != nil {
 					return err
 				}
 			} else {

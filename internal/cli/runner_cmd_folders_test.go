@@ -57,12 +57,15 @@ func TestRunnerCleanupFolders(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("mst runner cleanup %v = %d: %s", args, code, errOut)
 		}
-		var list []entry
-		if err := json.Unmarshal([]byte(out), &list); err != nil {
-			t.Fatalf("%v\n%s", err, out)
+		var doc struct {
+			Kind      string  `json:"kind"`
+			Leftovers []entry `json:"leftovers"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Kind != "mst.leftovers" {
+			t.Fatalf("not an mst.leftovers object (%v):\n%s", err, out)
 		}
 		got := map[string]entry{}
-		for _, e := range list {
+		for _, e := range doc.Leftovers {
 			if filepath.Dir(e.ID) == tmp {
 				got[e.ID] = e
 			}

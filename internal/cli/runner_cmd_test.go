@@ -32,18 +32,22 @@ func TestRunnerList(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("mst runner list --json exited %d: %s", code, errOut)
 	}
-	var list []struct {
-		Name      string `json:"name"`
-		MaxShards int    `json:"maxShards"`
-		Setup     bool   `json:"setup"`
-		Cleanup   bool   `json:"cleanup"`
-		Options   struct {
-			Properties map[string]json.RawMessage `json:"properties"`
-		} `json:"options"`
+	var doc struct {
+		Kind    string `json:"kind"`
+		Runners []struct {
+			Name      string `json:"name"`
+			MaxShards int    `json:"maxShards"`
+			Setup     bool   `json:"setup"`
+			Cleanup   bool   `json:"cleanup"`
+			Options   struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+			} `json:"options"`
+		} `json:"runners"`
 	}
-	if err := json.Unmarshal([]byte(out), &list); err != nil {
-		t.Fatalf("mst runner list --json: %v\n%s", err, out)
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Kind != "mst.runners" {
+		t.Fatalf("mst runner list --json is not an mst.runners object (%v):\n%s", err, out)
 	}
+	list := doc.Runners
 	found := false
 	for _, r := range list {
 		if r.Name != "docker" {

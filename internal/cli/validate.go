@@ -58,17 +58,14 @@ model's API key is set there or in MST's environment, as mst run would.`,
 			req.SecretsFile = secretsFile
 			plan, err := run.NewPlan(cmd.Context(), req)
 			if asJSON {
-				res := map[string]any{"file": args[0], "valid": err == nil}
+				res := validation{envelope: envelope{kindValidate, 1}, File: args[0], Valid: err == nil}
 				if err != nil {
-					lines := errorLines(err)
-					for i := range lines {
-						lines[i] = redact.String(lines[i])
+					res.Errors = errorLines(err)
+					for i := range res.Errors {
+						res.Errors[i] = redact.String(res.Errors[i])
 					}
-					res["errors"] = lines
 				} else {
-					res["cases"] = len(plan.Cases)
-					res["variants"] = plan.Variants
-					res["trials"] = len(plan.Keys)
+					res.Cases, res.Variants, res.Trials = ptrInt(len(plan.Cases)), plan.Variants, ptrInt(len(plan.Keys))
 				}
 				enc := json.NewEncoder(stdio.Out)
 				enc.SetIndent("", "  ")
@@ -106,3 +103,16 @@ func errorLines(err error) []string {
 	}
 	return []string{err.Error()}
 }
+
+// validation is what mst validate --json prints.
+type validation struct {
+	envelope
+	File     string   `json:"file"`
+	Valid    bool     `json:"valid"`
+	Errors   []string `json:"errors,omitempty"`
+	Cases    *int     `json:"cases,omitempty"`
+	Variants []string `json:"variants,omitempty"`
+	Trials   *int     `json:"trials,omitempty"`
+}
+
+func ptrInt(n int) *int { return &n }

@@ -89,6 +89,34 @@
 // returned no content." when that is empty). The answer is cut to 2,000
 // characters (runes).
 //
+// # Judging
+//
+// A request whose system prompt has "mst-judge/1" (JudgeMarker) in its
+// first line is a judge's (package grade writes them). The offline model
+// then does not pick a tool: it grades, by a rule that reads words and
+// not the rubric, so a judge can be tried without a key. It reads the
+// last user message's sections: <scale min="A" max="B"> (1 to 5 when
+// missing), <reference>, <task>, <answer> and <tool_calls>, each up to
+// its closing tag.
+//
+//   - The target is the reference when there is one, else the task.
+//   - The material is the answer and the tool calls (with their results),
+//     whichever of the two the judge sent.
+//   - Both are cut into words as for tool choice, except that a run of
+//     digits is kept ("12", "2026") and camelCase is not split; each word
+//     counts once.
+//   - The share is the number of the target's words found among the
+//     material's, divided by the number of the target's words (0 when the
+//     target has none).
+//   - The score is A + round(share × (B − A)), halves rounded up; the
+//     verdict is "pass" when the share is at least one half, "fail"
+//     otherwise; the rationale says how many words were found and lists
+//     up to eight that were not.
+//
+// The answer is that JSON object alone, such as
+// {"verdict":"pass","score":4,"rationale":"offline judge: 3 of the 4 words
+// of the task are in what the trial shows; missing: weekend"}.
+//
 // # Usage and stop reasons
 //
 // Tokens are counted as words divided by 0.75, rounded: a word is a run of

@@ -52,6 +52,8 @@ func (m model) Complete(ctx context.Context, req provider.Request) (provider.Res
 	var resp provider.Response
 	if results := lastResults(req.Messages); results != nil {
 		resp = provider.Response{Text: answerFrom(results), StopReason: StopEndTurn}
+	} else if isJudgeRequest(req.System) {
+		resp = judge(req)
 	} else {
 		resp = choose(req)
 	}

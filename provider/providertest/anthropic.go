@@ -130,6 +130,11 @@ func answerAnthropic(w http.ResponseWriter, p parsed, a answer, ids idSource) {
 	if len(a.calls) > 0 {
 		stop = "tool_use"
 	}
+	if a.refusal != "" {
+		// The API ends a declined turn with stop_reason "refusal", after
+		// whatever text it streamed.
+		stop, a.text = "refusal", a.refusal
+	}
 	msg := anthropicMessage{
 		ID:      ids("msg_"),
 		Type:    "message",

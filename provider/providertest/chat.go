@@ -124,6 +124,7 @@ type chatCompletion struct {
 type chatDelta struct {
 	Role      string         `json:"role,omitempty"`
 	Content   *string        `json:"content,omitempty"`
+	Refusal   *string        `json:"refusal,omitempty"`
 	ToolCalls []chatToolCall `json:"tool_calls,omitempty"`
 }
 
@@ -163,7 +164,10 @@ func answerChat(w http.ResponseWriter, p parsed, a answer, ids idSource) {
 	}
 	if !p.stream {
 		msg := chatMessage{Role: "assistant", ToolCalls: calls}
-		if a.text != "" || len(calls) == 0 {
+		switch {
+		case a.refusal != "":
+			msg.Refusal = &a.refusal
+		case a.text != "" || len(calls) == 0:
 			msg.Content = &a.text
 		}
 		writeJSON(w, http.StatusOK, chatCompletion{
@@ -192,6 +196,9 @@ func answerChat(w http.ResponseWriter, p parsed, a answer, ids idSource) {
 	}
 	empty := ""
 	send(chatDelta{Role: "assistant", Content: &empty}, nil)
+	if a.refusal != "" {
+		send(chatDelta{Refusal: &a.refusal}, nil)
+	}
 	for _, piece := range split(a.text) {
 		if piece != "" {
 			send(chatDelta{Content: &piece}, nil)

@@ -40,5 +40,11 @@
 // a real CLI can run an eval on it. Tools are scored under their servers'
 // own names, without the mcp__server__ or mcp_server_ prefix a CLI adds.
 //
+// For judges (package grade), judge.go scripts the judge model's side:
+// JudgeConversation answers a judge's requests with a verdict
+// (JudgeReply), a malformed answer (MalformedJudgeAnswers) or a refusal
+// (JudgeRefusal, a Turn with Refusal set, sent in each format's own
+// refusal shape); errors and 429s are Faults, as for any client.
+//
 // A Server may be used from many goroutines at once.
 package providertest

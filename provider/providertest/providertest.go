@@ -70,6 +70,12 @@ type Turn struct {
 	// InputTokens and OutputTokens are the usage reported; zero means 10 and
 	// 5.
 	InputTokens, OutputTokens int64
+	// Refusal, when set, makes the turn a refusal in the format's own
+	// shape, with this text: Anthropic's stop_reason "refusal", a
+	// Responses message whose content is a "refusal" part, a Chat
+	// Completions message with "refusal" set and no content. Text and
+	// ToolCalls are then not sent.
+	Refusal string
 }
 
 // Call is one tool call of a scripted Turn.

@@ -155,6 +155,12 @@ type responsesOutputText struct {
 	Logprobs    []any  `json:"logprobs"`
 }
 
+// responsesRefusal is the content part of a declined turn.
+type responsesRefusal struct {
+	Type    string `json:"type"` // "refusal"
+	Refusal string `json:"refusal"`
+}
+
 type responsesMessage struct {
 	ID      string                `json:"id"`
 	Type    string                `json:"type"`
@@ -195,6 +201,10 @@ func answerResponses(w http.ResponseWriter, p parsed, a answer, ids idSource) {
 			OutputTokensDetails: map[string]any{"reasoning_tokens": 0},
 			TotalTokens:         a.input + a.output,
 		},
+	}
+	if a.refusal != "" {
+		answerResponsesRefusal(w, p, a, ids, resp)
+		return
 	}
 	var message *responsesMessage
 	if a.text != "" {
@@ -274,6 +284,37 @@ func answerResponses(w http.ResponseWriter, p parsed, a answer, ids idSource) {
 		send("response.output_item.done", map[string]any{"output_index": index, "item": fc})
 		index++
 	}
+	send("response.completed", map[string]any{"response": resp})
+}
+
+// answerResponsesRefusal answers a refusal: one message whose content is
+// a refusal part, streamed as its output item's added and done events.
+func answerResponsesRefusal(w http.ResponseWriter, p parsed, a answer, ids idSource, resp responsesResponse) {
+	message := map[string]any{
+		"id": ids("msg_"), "type": "message", "status": "completed", "role": "assistant",
+		"content": []any{responsesRefusal{Type: "refusal", Refusal: a.refusal}},
+	}
+	resp.Output = []any{message}
+	if !p.stream {
+		writeJSON(w, http.StatusOK, resp)
+		return
+	}
+	ev := newSSE(w)
+	seq := 0
+	send := func(typ string, fields map[string]any) {
+		fields["type"] = typ
+		fields["sequence_number"] = seq
+		seq++
+		ev.send(typ, fields)
+	}
+	pending := resp
+	pending.Status, pending.Output, pending.Usage = "in_progress", []any{}, nil
+	send("response.created", map[string]any{"response": pending})
+	send("response.output_item.added", map[string]any{"output_index": 0, "item": map[string]any{
+		"id": message["id"], "type": "message", "status": "in_progress", "role": "assistant", "content": []any{},
+	}})
+	send("response.refusal.done", map[string]any{"item_id": message["id"], "output_index": 0, "content_index": 0, "refusal": a.refusal})
+	send("response.output_item.done", map[string]any{"output_index": 0, "item": message})
 	send("response.completed", map[string]any{"response": resp})
 }
 

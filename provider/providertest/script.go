@@ -23,6 +23,7 @@ type compiledTurn struct {
 	text          string
 	calls         []compiledCall
 	input, output int64
+	refusal       string
 }
 
 type compiledCall struct {
@@ -33,7 +34,7 @@ type compiledCall struct {
 func compileTurns(turns []Turn) ([]compiledTurn, error) {
 	out := make([]compiledTurn, len(turns))
 	for i, t := range turns {
-		ct := compiledTurn{text: t.Text, input: t.InputTokens, output: t.OutputTokens}
+		ct := compiledTurn{text: t.Text, input: t.InputTokens, output: t.OutputTokens, refusal: t.Refusal}
 		if ct.input == 0 {
 			ct.input = defaultInputTokens
 		}
@@ -74,6 +75,8 @@ type answer struct {
 	text          string
 	calls         []answerCall
 	input, output int64
+	// refusal is Turn.Refusal: when set, the answer is a refusal.
+	refusal string
 }
 
 // answerCall is a tool call as the model sends it.
@@ -112,6 +115,9 @@ func (s *Server) answerFor(p parsed) answer {
 	}
 	t := turns[p.turn]
 	a := answer{text: t.text, input: t.input, output: t.output}
+	if t.refusal != "" {
+		return answer{refusal: t.refusal, input: t.input, output: t.output}
+	}
 	for _, c := range t.calls {
 		name, ns := resolveTool(c.tool, p.tools)
 		a.calls = append(a.calls, answerCall{name: name, namespace: ns, arguments: c.arguments})

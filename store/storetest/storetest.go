@@ -43,6 +43,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"GradesStop", testGradesStop},
 		{"GradesConcurrent", testGradesConcurrent},
 		{"GradesLarge", testGradesLarge},
+		{"GradeSets", testGradeSets},
 		{"Cancelled", testCancelled},
 		{"Lock", testLock},
 		{"LockConcurrent", testLockConcurrent},

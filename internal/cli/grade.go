@@ -1,0 +1,253 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/goccy/go-yaml"
+	"github.com/spf13/cobra"
+
+	"github.com/mst-eval/mst/eval"
+	"github.com/mst-eval/mst/grade"
+	"github.com/mst-eval/mst/internal/builtin"
+	"github.com/mst-eval/mst/provider"
+	"github.com/mst-eval/mst/run"
+	"github.com/mst-eval/mst/secrets"
+	"github.com/mst-eval/mst/shard"
+	"github.com/mst-eval/mst/store"
+)
+
+type gradeFlags struct {
+	config, graders, secretsFile, results, resume string
+	json, verbose                                 bool
+}
+
+func newGradeCmd(stdio Stdio) *cobra.Command {
+	var f gradeFlags
+	cmd := &cobra.Command{
+		Use:   "grade RUN",
+		Short: "Grade a stored run again, into a new grade set",
+		Long: `Grade every transcript of a stored run again, with the eval's current graders
+(or those of --graders FILE) followed by each case's own expect list as the
+run stored it, then print the report from the new grades.
+
+The grades go into a new grade set beside the run's others: a run keeps every
+set, and mst report RUN --grades N shows any of them (the newest by default).
+A run collected with mst run --no-grade gets its first set this way.
+
+Judges get their keys from --secrets-file, or from MST's environment, and
+wait for room under the eval's limits.providers. A judge that fails gives an
+errored grade, never a failed one. Ctrl-C keeps the grades made so far;
+--resume N finishes set N.
+
+` + exitCodesHelp(),
+		Example: `  mst grade mst-results/quickstart-20261130-101500-a1b2c3
+  mst grade quickstart-20261130-101500-a1b2c3 --graders judges.yaml --secrets-file ~/.config/mst/secrets.env
+  mst report quickstart-20261130-101500-a1b2c3 --grades 1`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return gradeRun(cmd.Context(), stdio, args[0], f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.config, "config", "c", "", "eval config to take the graders and limits from (default: the config the run was made from)")
+	fl.StringVar(&f.graders, "graders", "", "grade with the graders of this YAML or JSON `FILE` (a list, or an object with a graders list) in place of the eval's")
+	fl.StringVar(&f.secretsFile, "secrets-file", "", "file of KEY=value lines: the judges' keys, redacted from everything stored")
+	fl.StringVar(&f.results, "results", "", "folder that holds runs, to find RUN by id (default ./mst-results)")
+	fl.StringVar(&f.resume, "resume", "", "finish grade set `N` of the run (one an interrupted mst grade left partial) instead of making a new one")
+	fl.BoolVar(&f.json, "json", false, "print the report as JSON")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log details on stderr")
+	return cmd
+}
+
+func gradeRun(ctx context.Context, stdio Stdio, ref string, f gradeFlags) (err error) {
+	set := secrets.New()
+	if f.secretsFile != "" {
+		if set, err = secrets.Load(f.secretsFile); err != nil {
+			return withCode(ExitUsage, fmt.Errorf("--secrets-file: %w", err))
+		}
+	}
+	redact := secrets.NewRedactor(set)
+	stdout, stderr := redact.Writer(stdio.Out), redact.Writer(stdio.Err)
+	defer func() {
+		stdout.Flush()
+		stderr.Flush()
+		if err != nil {
+			err = &redactedError{err: err, msg: redact.String(err.Error())}
+		}
+	}()
+	st, err := openRun(ctx, ref, f.results, redact)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	rec, err := st.ReadRun(ctx)
+	if err != nil {
+		return err
+	}
+	path := f.config
+	if path == "" {
+		path = rec.ConfigFile
+		if rec.ConfigPath != "" {
+			path = rec.ConfigPath
+		}
+	}
+	providers := builtin.Providers()
+	var cfg *eval.Config
+	if path != "" {
+		cfg, err = eval.Load(path, run.Catalog{Clients: builtin.Clients(), Providers: providers})
+	}
+	if cfg == nil && f.graders == "" {
+		if err == nil {
+			err = errors.New("the run names no config file")
+		}
+		return withCode(ExitUsage, fmt.Errorf("the eval config to take the graders from: %w; give it with -c EVAL, or give --graders FILE", err))
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "mst: warning: %s: %v; grading without its limits.providers\n", path, err)
+	}
+	var specs []json.RawMessage
+	gradersFile := ""
+	if f.graders != "" {
+		if specs, err = readGradersFile(f.graders); err != nil {
+			return withCode(ExitUsage, err)
+		}
+		gradersFile = f.graders
+	} else {
+		specs = cfg.Graders
+	}
+	if f.resume == "" {
+		if err := judgeKeys(ctx, st, specs, providers, set, envMap(stdio.Env), f.secretsFile); err != nil {
+			return withCode(ExitUsage, err)
+		}
+	}
+	// Graders compare in redacted space, as the stored transcripts hold
+	// [redacted:NAME] where a secret value was.
+	for i, s := range specs {
+		specs[i] = redact.Bytes(s)
+	}
+	limiter := shard.NewLimiter(nil, nil)
+	if cfg != nil {
+		limiter = shard.NewLimiter(cfg.Limits.Providers, nil)
+	}
+	judges := &grade.Judges{Providers: providers, Key: set.Get, Acquire: run.JudgeLimits(limiter)}
+	progress := run.NewProgress(stderr, isTerminal(stdio.Err))
+	out, err := run.Regrade(ctx, st, run.RegradeOptions{
+		Graders: specs, GradersFile: gradersFile, Judges: judges, Resume: f.resume,
+		Progress: progress,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return withCode(ExitInterrupted, err)
+		}
+		return err
+	}
+	if f.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out.Report); err != nil {
+			return err
+		}
+	} else if err := out.Report.WriteText(stdout); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "grade set %s of %s: %d trials graded\n", out.Set.ID, st.Location(), out.Graded)
+	return nil
+}
+
+// maxGradersFile bounds a --graders file.
+const maxGradersFile = 1 << 20
+
+// readGradersFile reads a YAML or JSON file that holds a list of graders,
+// or an object whose graders key does, and checks every grader.
+func readGradersFile(path string) ([]json.RawMessage, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--graders: %w", err)
+	}
+	defer fh.Close()
+	data, err := io.ReadAll(io.LimitReader(fh, maxGradersFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("--graders: %w", err)
+	}
+	if len(data) > maxGradersFile {
+		return nil, fmt.Errorf("--graders %s: the file is larger than 1 MiB; a graders file holds a list of graders", path)
+	}
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("--graders %s: not YAML or JSON: %v", path, err)
+	}
+	js = bytes.TrimSpace(js)
+	var specs []json.RawMessage
+	if len(js) > 0 && js[0] == '{' {
+		var doc map[string]json.RawMessage
+		if err := json.Unmarshal(js, &doc); err != nil {
+			return nil, fmt.Errorf("--graders %s: %v", path, err)
+		}
+		raw, ok := doc["graders"]
+		if !ok || len(doc) != 1 {
+			return nil, fmt.Errorf("--graders %s: write a list of graders, or an object with one key, graders, that holds the list", path)
+		}
+		js = raw
+	}
+	if err := json.Unmarshal(js, &specs); err != nil || len(js) == 0 || js[0] != '[' {
+		return nil, fmt.Errorf("--graders %s: write a list of graders, such as [{\"toolCalled\": \"get_forecast\"}], or an object with a graders list", path)
+	}
+	if _, err := grade.ParseAll(specs); err != nil {
+		return nil, fmt.Errorf("--graders %s: graders%w", path, err)
+	}
+	return specs, nil
+}
+
+// judgeKeys finds the keys the judges of specs (and of the run's cases)
+// read, adds those set only in MST's environment to set (so they are
+// redacted), and fails naming any a judge needs that is set nowhere.
+func judgeKeys(ctx context.Context, st store.Run, specs []json.RawMessage, providers *provider.Registry, set *secrets.Set, env map[string]string, secretsFile string) error {
+	gs, err := grade.ParseAll(specs)
+	if err != nil {
+		return err
+	}
+	cases, err := st.ReadCases(ctx)
+	if err != nil {
+		return err
+	}
+	for _, c := range cases {
+		own, err := grade.ParseAll(c.Expect)
+		if err != nil {
+			return fmt.Errorf("case %q: expect%w", c.ID, err)
+		}
+		gs = append(gs, own...)
+	}
+	var errs []error
+	for _, in := range grade.Judged(gs) {
+		name, required, err := in.KeyVar(providers)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", in.Grader, err))
+			continue
+		}
+		if name == "" {
+			continue
+		}
+		if _, ok := set.Get(name); ok {
+			continue
+		}
+		if v := env[name]; v != "" {
+			if err := set.Add(name, v); err != nil {
+				errs = append(errs, fmt.Errorf("environment variable %s: %w", name, err))
+			}
+			continue
+		}
+		if required {
+			where := "give --secrets-file FILE with a line " + name + "=..., or set it in MST's environment"
+			if secretsFile != "" {
+				where = fmt.Sprintf("the secrets file %s does not set it, nor does MST's environment: add a line %s=...", secretsFile, name)
+			}
+			errs = append(errs, fmt.Errorf("%s reads its key from %s: %s", in.Grader, name, where))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,251 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mst-eval/mst/secrets"
+	"github.com/mst-eval/mst/store"
+	"github.com/mst-eval/mst/store/blobstore"
+)
+
+// Where runs are kept: a folder, or a bucket by URL (gs://BUCKET/PREFIX,
+// s3://BUCKET/PREFIX?…). Anything written as a URL is one: a scheme MST
+// does not serve is refused, never taken for a folder named "gs:".
+
+// urlForm matches a location written as a URL: a scheme of two or more
+// characters and a colon (C:\runs, a Windows drive, is a folder).
+var urlForm = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]+:`)
+
+// isURL says loc is written as a URL rather than a folder.
+func isURL(loc string) bool { return urlForm.MatchString(loc) }
+
+// storeFolder is the folder of a directory store's location: loc itself,
+// or the path of a file:// URL. ok is false for any other URL.
+func storeFolder(loc string) (folder string, ok bool, err error) {
+	if !isURL(loc) {
+		return loc, true, nil
+	}
+	u, err := url.Parse(loc)
+	if err != nil || !strings.EqualFold(u.Scheme, "file") {
+		return "", false, nil
+	}
+	if u.Host != "" && u.Host != "localhost" {
+		return "", false, fmt.Errorf("%s: a file:// URL names a folder on this machine (file:///path); to keep results elsewhere use gs://BUCKET/PREFIX or s3://BUCKET/PREFIX", loc)
+	}
+	return u.Path, true, nil
+}
+
+// parseStoreURL checks a bucket URL, with the error a person can act on.
+func parseStoreURL(loc string) (*url.URL, error) {
+	u, err := blobstore.Parse(loc)
+	if err != nil {
+		if scheme, _, _ := strings.Cut(loc, ":"); !slices.Contains(blobstore.Schemes, scheme) && !strings.Contains(loc, "@") {
+			err = fmt.Errorf("%w\n(a folder whose name has a colon in it is written as a path: ./%s)", err, loc)
+		}
+		return nil, withCode(ExitUsage, err)
+	}
+	return u, nil
+}
+
+// resultsStore opens the store at loc (--results, or the config's results)
+// for new runs of eval.
+func resultsStore(ctx context.Context, loc, eval string) (store.Store, error) {
+	folder, ok, err := storeFolder(loc)
+	if err != nil {
+		return nil, withCode(ExitUsage, err)
+	}
+	if ok {
+		return store.Dir{Root: folder}, nil
+	}
+	u, err := parseStoreURL(loc)
+	if err != nil {
+		return nil, err
+	}
+	return blobstore.Open(ctx, u, blobstore.Options{Eval: eval})
+}
+
+// bucketRef is what the path of a bucket URL names: a run
+// (PREFIX/EVAL/runs/ID), an eval's runs (PREFIX/EVAL/runs/), or neither
+// (a store's prefix).
+type bucketRef struct {
+	u        *url.URL
+	key      string // the path without its leading slash
+	run      bool
+	runsList bool
+}
+
+func parseBucketRef(ref string) (bucketRef, error) {
+	u, err := parseStoreURL(ref)
+	if err != nil {
+		return bucketRef{}, err
+	}
+	key := strings.TrimPrefix(u.Path, "/")
+	segs := strings.Split(strings.TrimSuffix(key, "/"), "/")
+	n := len(segs)
+	r := bucketRef{u: u, key: key}
+	switch {
+	case n >= 2 && segs[n-1] == "runs" && segs[n-2] != "":
+		r.runsList = true
+	case n >= 3 && segs[n-2] == "runs" && segs[n-1] != "":
+		r.run = true
+	}
+	return r, nil
+}
+
+// bucketRoot opens the bucket of r with no prefix: a run's own key says
+// where it is.
+func bucketRoot(ctx context.Context, r bucketRef) (*blobstore.Store, error) {
+	root := *r.u
+	root.Path = ""
+	return blobstore.Open(ctx, &root, blobstore.Options{})
+}
+
+// openURLRun opens the run a URL names, or says what the URL names
+// instead and what to give.
+func openURLRun(ctx context.Context, ref string, redact *secrets.Redactor) (store.Run, error) {
+	if folder, ok, err := storeFolder(ref); err != nil {
+		return nil, err
+	} else if ok {
+		return store.OpenRunDir(folder, redact)
+	}
+	r, err := parseBucketRef(ref)
+	if err != nil {
+		return nil, err
+	}
+	if !r.run {
+		what := "a store"
+		if r.runsList {
+			what = "an eval's runs (mst report lists them)"
+		}
+		return nil, withCode(ExitUsage, fmt.Errorf("%s is %s, not a run: give a run's URL, PREFIX/EVAL/runs/RUN-ID, as mst run printed it", ref, what))
+	}
+	s, err := bucketRoot(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return s.OpenRunAt(ctx, r.key, redact)
+}
+
+// openStoredRun opens a run by reference: a folder or a URL, or a run id
+// in the results store (--results, else the default folder).
+func openStoredRun(ctx context.Context, ref, results string, redact *secrets.Redactor) (store.Run, bool, error) {
+	if isURL(ref) {
+		if _, ok, _ := storeFolder(ref); !ok {
+			r, err := openURLRun(ctx, ref, redact)
+			return r, true, err
+		}
+		folder, _, _ := storeFolder(ref)
+		ref = folder
+	}
+	if results == "" || !isURL(results) {
+		return nil, false, nil // the folder lookups of openRun
+	}
+	if folder, ok, err := storeFolder(results); err != nil {
+		return nil, true, err
+	} else if ok {
+		r, err := store.Dir{Root: folder}.Open(ctx, ref, redact)
+		return r, true, err
+	}
+	u, err := parseStoreURL(results)
+	if err != nil {
+		return nil, true, err
+	}
+	s, err := blobstore.Open(ctx, u, blobstore.Options{})
+	if err != nil {
+		return nil, true, err
+	}
+	r, err := s.Open(ctx, ref, redact)
+	if err != nil {
+		return nil, true, fmt.Errorf("%s: no run with that id in %s (%w)", ref, results, err)
+	}
+	return r, true, nil
+}
+
+// listRunsIfListing prints the runs of an eval, newest first, when ref is
+// an eval's runs in a bucket (PREFIX/EVAL/runs/); listed says it was.
+func listRunsIfListing(ctx context.Context, stdio Stdio, ref string, asJSON bool) (listed bool, err error) {
+	if !isURL(ref) {
+		return false, nil
+	}
+	if _, ok, _ := storeFolder(ref); ok {
+		return false, nil
+	}
+	r, err := parseBucketRef(ref)
+	if err != nil || !r.runsList {
+		return false, nil // openRun reports what is wrong with it
+	}
+	s, err := bucketRoot(ctx, r)
+	if err != nil {
+		return true, err
+	}
+	runs, err := s.ListRuns(ctx, r.key)
+	if err != nil {
+		return true, err
+	}
+	if asJSON {
+		type row struct {
+			ID      string    `json:"id"`
+			URL     string    `json:"url"`
+			Started time.Time `json:"started,omitzero"`
+			Collect string    `json:"collect,omitempty"`
+			Planned int       `json:"planned"`
+			Done    int       `json:"done"`
+			Problem string    `json:"problem,omitempty"`
+		}
+		rows := []row{}
+		for _, sum := range runs {
+			rw := row{ID: sum.ID, URL: sum.Location, Started: sum.Record.Started, Collect: string(sum.Record.Collect),
+				Planned: sum.Record.Counts.Planned, Done: sum.Record.Counts.Done()}
+			if sum.Err != nil {
+				rw.Problem = sum.Err.Error()
+			}
+			rows = append(rows, rw)
+		}
+		enc := json.NewEncoder(stdio.Out)
+		enc.SetIndent("", "  ")
+		return true, enc.Encode(rows)
+	}
+	writeRunList(stdio.Out, ref, runs)
+	return true, nil
+}
+
+// writeRunList prints one line per run, newest first.
+func writeRunList(w io.Writer, ref string, runs []blobstore.Summary) {
+	if len(runs) == 0 {
+		fmt.Fprintf(w, "no runs in %s\n", ref)
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tSTARTED\tCOLLECT\tTRIALS\tURL")
+	for _, s := range runs {
+		if s.Err != nil {
+			fmt.Fprintf(tw, "%s\t\tunreadable\t\t%s\n", s.ID, s.Location)
+			continue
+		}
+		started := ""
+		if !s.Record.Started.IsZero() {
+			started = s.Record.Started.UTC().Format("2006-01-02 15:04 UTC")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\n", s.ID, started, s.Record.Collect, s.Record.Counts.Done(), s.Record.Counts.Planned, s.Location)
+	}
+	tw.Flush()
+}
+
+// checkWorkerFolder refuses a URL as a worker's results: a worker writes
+// to a folder of its machine.
+func checkWorkerFolder(loc string) error {
+	if _, ok, err := storeFolder(loc); err != nil || !ok {
+		return errors.Join(err, fmt.Errorf("--results %s: mst collect writes to a folder of this machine; the coordinator keeps the run in its store", loc))
+	}
+	return nil
+}

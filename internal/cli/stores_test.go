@@ -1,0 +1,182 @@
+package cli_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	"github.com/mst-eval/mst/internal/cli"
+)
+
+// quickstartCopy lays out the quickstart eval and its weather server in a
+// temporary folder and returns the eval's path.
+func quickstartCopy(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	qs := filepath.Join(dir, "examples", "quickstart")
+	os.MkdirAll(qs, 0o755)
+	for _, f := range []string{"eval.yaml", "cases.jsonl"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "examples", "quickstart", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(qs, f), b, 0o644)
+	}
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", "weather"), "github.com/mst-eval/mst/examples/quickstart/weather")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the weather server: %v\n%s", err, out)
+	}
+	return filepath.Join(qs, "eval.yaml")
+}
+
+type mstResult struct {
+	code           int
+	stdout, stderr string
+}
+
+func runCLI(t *testing.T, args ...string) mstResult {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := cli.Main(t.Context(), args, cli.Stdio{Out: &stdout, Err: &stderr, Env: os.Environ()})
+	return mstResult{code, stdout.String(), stderr.String()}
+}
+
+// TestRunS3 runs a small eval with --results s3://… against gofakes3 on
+// loopback, the credentials and endpoint from the AWS variables as a user
+// sets them; then reports it from its URL, lists the eval's runs, and
+// resumes it from the URL after one of its transcripts is lost.
+func TestRunS3(t *testing.T) {
+	backend := s3mem.New()
+	ts := httptest.NewServer(gofakes3.New(backend, gofakes3.WithLogger(gofakes3.DiscardLog())).Server())
+	defer ts.Close()
+	if err := backend.CreateBucket("evals"); err != nil {
+		t.Fatal(err)
+	}
+	// Only the AWS chain: variables, no files of this machine.
+	home := t.TempDir()
+	for k, v := range map[string]string{
+		"AWS_ACCESS_KEY_ID": "test-key-id", "AWS_SECRET_ACCESS_KEY": "test-secret-key", "AWS_REGION": "us-east-1",
+		"AWS_ENDPOINT_URL": ts.URL, "AWS_CONFIG_FILE": filepath.Join(home, "config"),
+		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(home, "credentials"), "AWS_PROFILE": "",
+	} {
+		t.Setenv(k, v)
+	}
+	evalFile := quickstartCopy(t)
+	store := "s3://evals/team/mst?use_path_style=true"
+
+	r := runCLI(t, "run", evalFile, "--results", store, "--limit", "3", "--trials", "1", "--json")
+	if r.code != 0 {
+		t.Fatalf("mst run --results %s exited %d\n%s", store, r.code, r.stderr)
+	}
+	m := regexp.MustCompile(`results: (s3://evals/team/mst/quickstart/runs/(quickstart-[^/\s]+)/\?use_path_style=true)\n`).FindStringSubmatch(r.stderr)
+	if m == nil {
+		t.Fatalf("mst run printed no results: s3://evals/team/mst/quickstart/runs/RUN-ID/ line:\n%s", r.stderr)
+	}
+	runURL, runID := m[1], m[2]
+	prefix := "team/mst/quickstart/runs/" + runID + "/"
+	list, err := backend.ListBucket("evals", &gofakes3.Prefix{HasPrefix: true, Prefix: prefix}, gofakes3.ListBucketPage{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var transcripts []string
+	for _, o := range list.Contents {
+		if strings.HasPrefix(o.Key, prefix+"transcripts/") {
+			transcripts = append(transcripts, o.Key)
+		}
+	}
+	if len(transcripts) != 6 {
+		t.Fatalf("the bucket holds %d transcripts under %s, want 6 (3 cases x 2 variants): %v", len(transcripts), prefix, list.Contents)
+	}
+	if _, err := os.Stat("s3:"); err == nil {
+		t.Errorf("mst run made a folder named s3:")
+	}
+
+	// mst report from the run's URL, on what the bucket holds.
+	rep := runCLI(t, "report", runURL, "--json")
+	if rep.code != 0 {
+		t.Fatalf("mst report %s exited %d\n%s", runURL, rep.code, rep.stderr)
+	}
+	var report struct {
+		Variants []struct {
+			Variant string `json:"variant"`
+			Graded  int    `json:"graded"`
+		} `json:"variants"`
+	}
+	if err := json.Unmarshal([]byte(rep.stdout), &report); err != nil || len(report.Variants) != 2 || report.Variants[0].Graded != 3 {
+		t.Fatalf("mst report %s = %+v, %v; want 2 variants of 3 graded trials\n%s", runURL, report, err, rep.stdout)
+	}
+
+	// The eval's runs, newest first.
+	second := runCLI(t, "run", evalFile, "--results", store, "--limit", "1", "--trials", "1", "--json")
+	if second.code != 0 {
+		t.Fatalf("second mst run exited %d\n%s", second.code, second.stderr)
+	}
+	ls := runCLI(t, "report", "s3://evals/team/mst/quickstart/runs/?use_path_style=true")
+	if ls.code != 0 {
+		t.Fatalf("mst report …/runs/ exited %d\n%s", ls.code, ls.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(ls.stdout), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "RUN") || !strings.Contains(lines[2], runID) || strings.Contains(lines[1], runID) {
+		t.Errorf("mst report …/runs/ = %q, want a header, then the second run, then %s", ls.stdout, runID)
+	}
+
+	// A lost transcript is missing: --resume from the URL runs it again,
+	// into the bucket.
+	lost := transcripts[0]
+	if _, err := backend.DeleteObject("evals", lost); err != nil {
+		t.Fatal(err)
+	}
+	res := runCLI(t, "run", "--resume", runURL, "--json")
+	if res.code != 0 {
+		t.Fatalf("mst run --resume %s exited %d\n%s", runURL, res.code, res.stderr)
+	}
+	if _, err := backend.HeadObject("evals", lost); err != nil {
+		t.Errorf("after --resume, %s is not in the bucket: %v", lost, err)
+	}
+}
+
+// TestResultsURLRefused: a location written as a URL that MST cannot serve
+// is refused before anything runs, never taken for a folder.
+func TestResultsURLRefused(t *testing.T) {
+	evalFile := quickstartCopy(t)
+	wd := t.TempDir()
+	t.Chdir(wd)
+	for _, loc := range []string{"gs:bucket/p", "gs:/bucket/p", "azblob://container/p", "http://example.com/runs", "ftp://host/x",
+		"s3://AKIAEXAMPLE:hunter2@bucket/p", "gs://bucket/p?access_id=me", "s3://bucket/p?secret=x", "file://otherhost/runs"} {
+		r := runCLI(t, "run", evalFile, "--results", loc)
+		if r.code != 2 {
+			t.Errorf("mst run --results %s exited %d, want 2\n%s", loc, r.code, r.stderr)
+		}
+		if strings.Contains(r.stderr, "hunter2") {
+			t.Errorf("mst run --results %s repeats the password: %s", loc, r.stderr)
+		}
+		if !strings.Contains(r.stderr, "gs://BUCKET/PREFIX") && !strings.Contains(r.stderr, "credentials") && !strings.Contains(r.stderr, "query") && !strings.Contains(r.stderr, "name the bucket") {
+			t.Errorf("mst run --results %s: %s; want it to say what MST serves", loc, r.stderr)
+		}
+	}
+	ents, _ := os.ReadDir(wd)
+	for _, e := range ents {
+		t.Errorf("a refused --results left %s in the working folder", e.Name())
+	}
+	// The config's results.store is refused the same way.
+	b, _ := os.ReadFile(evalFile)
+	os.WriteFile(evalFile, append(b, []byte("results: {store: 'azblob://c/p'}\n")...), 0o644)
+	if r := runCLI(t, "run", evalFile); r.code != 2 || !strings.Contains(r.stderr, "azblob") {
+		t.Errorf("mst run with results.store azblob:// = exit %d\n%s", r.code, r.stderr)
+	}
+	// A folder with a colon in its name is written as a path.
+	if r := runCLI(t, "run", evalFile, "--results", "./gs:x", "--limit", "1", "--trials", "1"); r.code != 0 {
+		t.Errorf("mst run --results ./gs:x exited %d\n%s", r.code, r.stderr)
+	} else if _, err := os.Stat(filepath.Join(wd, "gs:x")); err != nil {
+		t.Errorf("--results ./gs:x made no folder gs:x: %v", err)
+	}
+}

@@ -1,0 +1,399 @@
+package htmlreport
+
+import (
+	"bytes"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/mst-eval/mst/grade"
+	"github.com/mst-eval/mst/report"
+	"github.com/mst-eval/mst/transcript"
+)
+
+var (
+	//go:embed page.tmpl
+	pageSource string
+	//go:embed report.css
+	styleSource string
+	//go:embed report.js
+	scriptSource string
+)
+
+// The page's Content-Security-Policy allows its own style and script (by
+// hash) and data: images, and nothing else: no request leaves the page,
+// and no script but MST's runs, whatever a transcript holds.
+var (
+	pageTemplate = template.Must(template.New("page").Funcs(funcs).Parse(pageSource))
+	csp          = fmt.Sprintf("default-src 'none'; style-src '%s'; script-src '%s'; img-src data:; base-uri 'none'; form-action 'none'",
+		hash(styleSource), hash(scriptSource))
+)
+
+func hash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return "sha256-" + base64.StdEncoding.EncodeToString(sum[:])
+}
+
+var funcs = template.FuncMap{
+	"text":  text,
+	"short": short,
+	"pct":   pct,
+	"num":   num,
+	"ms":    millis,
+	"p":     pValue,
+	"diff":  signed,
+	"ptr":   func(x float64) *float64 { return &x },
+}
+
+// page is what the template reads.
+type page struct {
+	Rep   report.Report
+	Run   transcript.Run
+	Style template.CSS
+	// Script is MST's own script; Policy is the page's CSP.
+	Script template.JS
+	Policy string
+	// ReportJSON is the Report as `mst report --json` prints it; MetaJSON
+	// holds the case and variant names the script needs.
+	ReportJSON   template.JS
+	MetaJSON     template.JS
+	RunJSON      string
+	Chart        chart
+	Variants     []variantRow
+	Rows         []gridRow
+	Errors       []errorSection
+	HasPassK     bool
+	PassKs       []int
+	caseIndex    map[string]int
+	variantIndex map[string]int
+}
+
+func newPage(rep report.Report, rec transcript.Run) *page {
+	p := &page{Rep: rep, Run: rec, Style: template.CSS(styleSource), Script: template.JS(scriptSource), Policy: csp,
+		caseIndex: map[string]int{}, variantIndex: map[string]int{}}
+	var cases, variants []string
+	for i, c := range rep.Cases {
+		if _, ok := p.caseIndex[c.Case]; !ok {
+			p.caseIndex[c.Case] = i
+		}
+		cases = append(cases, c.Case)
+	}
+	for i, v := range rep.Variants {
+		if _, ok := p.variantIndex[v.Variant]; !ok {
+			p.variantIndex[v.Variant] = i
+		}
+		variants = append(variants, v.Variant)
+	}
+	p.ReportJSON = template.JS(mustJSON(rep))
+	p.MetaJSON = template.JS(mustJSON(map[string]any{"cases": cases, "variants": variants, "trialsPerCase": rep.Run.TrialsPerCase}))
+	if b, err := json.MarshalIndent(rec, "", "  "); err == nil {
+		p.RunJSON = multiline(string(b))
+	}
+	p.Chart = newChart(rep)
+	for i, v := range rep.Variants {
+		p.Variants = append(p.Variants, variantRow{Index: i, V: v})
+	}
+	for i, c := range rep.Cases {
+		row := gridRow{Index: i, C: c}
+		for j, cell := range c.Variants {
+			vi := j
+			if k, ok := p.variantIndex[cell.Variant]; ok {
+				vi = k
+			}
+			row.Cells = append(row.Cells, gridCell{Case: i, Variant: vi, C: cell})
+		}
+		p.Rows = append(p.Rows, row)
+	}
+	if k := rep.Run.TrialsPerCase; k >= 2 {
+		p.HasPassK = true
+		for j := 1; j <= k; j++ {
+			p.PassKs = append(p.PassKs, j)
+		}
+	}
+	return p
+}
+
+// cellOf returns the element id suffix of a trial of the plan:
+// "CASE-VARIANT-TRIAL" as indexes.
+func (p *page) cellOf(k transcript.Key) (string, bool) {
+	ci, ok := p.caseIndex[k.Case]
+	if !ok {
+		return "", false
+	}
+	vi, ok := p.variantIndex[k.Variant]
+	if !ok || k.Trial < 1 || k.Trial > max(p.Rep.Run.TrialsPerCase, 1) {
+		return "", false
+	}
+	return fmt.Sprintf("%d-%d-%d", ci, vi, k.Trial), true
+}
+
+// addErrors lists, under each of the report's error groups, the trials of
+// that group, from their grades.
+func (p *page) addErrors(grades map[transcript.Key]grade.TrialGrade) {
+	type gk struct {
+		variant, status, cause string
+	}
+	members := map[gk][]transcript.Key{}
+	for k, g := range grades {
+		if g.Graded || g.Trial.Status == "" {
+			continue
+		}
+		members[gk{k.Variant, g.Trial.Status, g.Trial.Cause}] = append(members[gk{k.Variant, g.Trial.Status, g.Trial.Cause}], k)
+	}
+	for vi, v := range p.Rep.Variants {
+		for _, g := range v.ErrorGroups {
+			sec := errorSection{Variant: vi, Name: v.Variant, G: g}
+			sec.First, _ = p.cellOf(g.First)
+			keys := members[gk{v.Variant, g.Status, g.Cause}]
+			p.sortKeys(keys)
+			for _, k := range keys {
+				if len(sec.Trials) == maxListed {
+					sec.More = len(keys) - maxListed
+					break
+				}
+				id, ok := p.cellOf(k)
+				if !ok {
+					continue
+				}
+				sec.Trials = append(sec.Trials, errorTrial{ID: id, Key: k, Detail: grades[k].Trial.Detail})
+			}
+			p.Errors = append(p.Errors, sec)
+		}
+	}
+}
+
+// maxListed is how many trials an error group lists by name.
+const maxListed = 50
+
+func (p *page) sortKeys(keys []transcript.Key) {
+	less := func(a, b transcript.Key) int {
+		if d := p.caseIndex[a.Case] - p.caseIndex[b.Case]; d != 0 {
+			return d
+		}
+		return a.Trial - b.Trial
+	}
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && less(keys[j], keys[j-1]) < 0; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+}
+
+type variantRow struct {
+	Index int
+	V     report.VariantStats
+}
+
+type gridRow struct {
+	Index int
+	C     report.CaseRow
+	Cells []gridCell
+}
+
+type gridCell struct {
+	Case, Variant int
+	C             report.CaseCell
+}
+
+// Class colours a cell by its pass fraction.
+func (c gridCell) Class() string {
+	switch {
+	case c.C.Trials == 0:
+		return "miss"
+	case c.C.Graded == 0:
+		return "ng"
+	}
+	f := float64(c.C.Passed) / float64(c.C.Graded)
+	switch {
+	case f == 1:
+		return "g4"
+	case f >= 0.75:
+		return "g3"
+	case f >= 0.5:
+		return "g2"
+	case f > 0:
+		return "g1"
+	}
+	return "g0"
+}
+
+// Extra says what a cell holds beyond passed/graded.
+func (c gridCell) Extra() string {
+	var parts []string
+	if n := c.C.Trials - c.C.Graded; n > 0 {
+		parts = append(parts, fmt.Sprintf("+%d not graded", n))
+	}
+	if n := c.C.Planned - c.C.Trials; n > 0 {
+		parts = append(parts, fmt.Sprintf("+%d missing", n))
+	}
+	return strings.Join(parts, " ")
+}
+
+type errorSection struct {
+	Variant int
+	Name    string
+	G       report.ErrorGroup
+	First   string
+	Trials  []errorTrial
+	More    int
+}
+
+type errorTrial struct {
+	ID     string
+	Key    transcript.Key
+	Detail string
+}
+
+// chart is the pass-rate chart: one bar per variant with its interval.
+type chart struct {
+	Width, Height, Left, Plot int
+	Bars                      []bar
+	Ticks                     []tick
+}
+
+type bar struct {
+	Y, Y2, TextY, W, Low, High, Mid float64
+	Label, Value                    string
+	Has, HasInterval                bool
+}
+
+type tick struct {
+	X     float64
+	Label string
+}
+
+func newChart(rep report.Report) chart {
+	c := chart{Width: 800, Left: 230, Plot: 420}
+	const row = 28
+	for i, v := range rep.Variants {
+		b := bar{Y: float64(i*row + 8), Label: short(text(v.Variant), 28), Value: "no graded trial"}
+		b.TextY = b.Y + 14
+		b.Mid, b.Y2 = b.Y+9, b.Y+18
+		if v.PassRate != nil {
+			b.Has = true
+			b.W = round1(*v.PassRate * float64(c.Plot))
+			b.Value = fmt.Sprintf("%s (%d/%d)", pct(v.PassRate), v.Passed, v.Graded)
+			if v.Interval != nil {
+				b.HasInterval = true
+				b.Low = round1(v.Interval.Low * float64(c.Plot))
+				b.High = round1(v.Interval.High * float64(c.Plot))
+				b.Value = fmt.Sprintf("%s [%.1f–%.1f] (%d/%d)", pct(v.PassRate), v.Interval.Low*100, v.Interval.High*100, v.Passed, v.Graded)
+			}
+		}
+		c.Bars = append(c.Bars, b)
+	}
+	c.Height = len(rep.Variants)*row + 34
+	for i := 0; i <= 4; i++ {
+		c.Ticks = append(c.Ticks, tick{X: float64(c.Plot * i / 4), Label: fmt.Sprintf("%d%%", i*25)})
+	}
+	return c
+}
+
+func round1(x float64) float64 { return math.Round(x*10) / 10 }
+
+func mustJSON(v any) string {
+	var buf bytes.Buffer
+	if err := encodeBody(&buf, v); err != nil {
+		panic(err) // a Report and plain names always marshal
+	}
+	return buf.String()
+}
+
+// text makes a name from a run safe to show on one line: controls, the
+// marks that reorder text and bytes that are not UTF-8 become visible
+// escapes (transcript.Printable); html/template escapes the rest.
+func text(s string) string {
+	return strings.ReplaceAll(transcript.Printable(s), "\ufeff", `\ufeff`)
+}
+
+// multiline is text for a <pre>: Printable line by line, keeping the
+// newlines.
+func multiline(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = text(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// short cuts s to n characters, with an ellipsis.
+func short(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// pct shows a rate as "66.7%", or "–" when there is none.
+func pct(x *float64) string {
+	if x == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f%%", *x*100)
+}
+
+// num is a number exactly as --json writes it, for data-value attributes:
+// the page's tests read them back.
+func num(x any) string {
+	switch v := x.(type) {
+	case *float64:
+		if v == nil {
+			return "null"
+		}
+		x = *v
+	case *report.Interval:
+		if v == nil {
+			return "null"
+		}
+	}
+	b, err := json.Marshal(x)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+func millis(ms *float64) string {
+	if ms == nil {
+		return "–"
+	}
+	v := *ms
+	switch {
+	case v < 999.5:
+		return fmt.Sprintf("%.0f ms", v)
+	case v < 59_950:
+		return fmt.Sprintf("%.1f s", v/1000)
+	default:
+		s := int(math.Round(v / 1000))
+		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+	}
+}
+
+func signed(x *float64) string {
+	if x == nil {
+		return "–"
+	}
+	s := fmt.Sprintf("%+.2f", *x)
+	if s == "-0.00" {
+		s = "+0.00"
+	}
+	return s
+}
+
+func pValue(p *float64) string {
+	if p == nil {
+		return "–"
+	}
+	if *p < 0.0005 {
+		return "p<0.001"
+	}
+	return "p=" + strconv.FormatFloat(*p, 'f', 3, 64)
+}

@@ -1,0 +1,245 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/mst-eval/mst/grade"
+	"github.com/mst-eval/mst/transcript"
+)
+
+// GradeSetInfo says which of a run's grade sets a report shows.
+type GradeSetInfo struct {
+	// ID is the set shown; Sets how many the run has.
+	ID   string `json:"id"`
+	Sets int    `json:"sets"`
+	// By says what made it ("mst run", "mst grade"); Created when.
+	By      string    `json:"by,omitempty"`
+	Created time.Time `json:"created,omitzero"`
+	// GradersFile is the file whose graders it was graded with, when not
+	// the eval's.
+	GradersFile string `json:"gradersFile,omitempty"`
+}
+
+// JudgeScore is one judge's score of one trial, as a report needs it.
+type JudgeScore struct {
+	Grader string `json:"grader"`
+	Hash   string `json:"hash"`
+	Model  string `json:"model,omitempty"`
+	// Score and Passed are the judge's; Errored says the judge gave none.
+	Score   float64     `json:"score"`
+	Scale   grade.Scale `json:"scale"`
+	Passed  bool        `json:"passed"`
+	Errored bool        `json:"errored,omitempty"`
+}
+
+// judgeScores takes the judges' scores out of a grade's results.
+func judgeScores(g grade.TrialGrade) []JudgeScore {
+	var out []JudgeScore
+	for _, r := range g.Results {
+		if r.Judge != nil {
+			out = append(out, JudgeScore{Grader: r.Grader, Hash: r.Judge.Hash, Model: r.Judge.Model, Score: r.Judge.Score, Scale: r.Judge.Scale, Passed: r.Passed, Errored: r.Error != ""})
+		}
+	}
+	return out
+}
+
+// JudgeStats summarise one judge's scores of one variant's trials, over
+// the complete cases. Judges are told apart by their hash: the same rubric
+// sent to another model, or with another scale, is another judge.
+type JudgeStats struct {
+	Grader string      `json:"grader"`
+	Hash   string      `json:"hash"`
+	Model  string      `json:"model"`
+	Scale  grade.Scale `json:"scale"`
+	// Scored counts the trials the judge scored, Passed those it passed,
+	// Errored those it could not score (its model failed or answered in
+	// another shape); Cases the cases with a score.
+	Scored  int `json:"scored"`
+	Passed  int `json:"passed"`
+	Errored int `json:"errored"`
+	Cases   int `json:"cases"`
+	// Mean is the mean score; Interval its 95% interval, a t interval on
+	// a standard error clustered by case (trials of one case are alike),
+	// cut to the scale; null with fewer than two cases.
+	Mean     *float64  `json:"mean"`
+	Interval *Interval `json:"interval"`
+}
+
+// judgeAcc gathers one judge's scores of one variant, by case.
+type judgeAcc struct {
+	stats  JudgeStats
+	byCase map[int][]float64
+}
+
+// addJudgeStats fills each variant's Judges from the trials of the
+// complete cases, in the order the judges first appear.
+func addJudgeStats(r *Report, trials []Trial, vIndex, cIndex map[string]int, complete []bool, k int) {
+	accs := make([][]*judgeAcc, len(r.Variants))
+	seen := map[transcript.Key]bool{}
+	for _, t := range trials {
+		vi, okV := vIndex[t.Variant]
+		ci, okC := cIndex[t.Case]
+		if !okV || !okC || t.Trial < 1 || t.Trial > k || seen[t.Key] || !complete[ci] {
+			continue
+		}
+		seen[t.Key] = true
+		if t.GradeError != "" {
+			r.Variants[vi].GradeErrors++
+		}
+		for _, s := range t.Judges {
+			var a *judgeAcc
+			for _, x := range accs[vi] {
+				if x.stats.Grader == s.Grader && x.stats.Hash == s.Hash {
+					a = x
+					break
+				}
+			}
+			if a == nil {
+				a = &judgeAcc{stats: JudgeStats{Grader: s.Grader, Hash: s.Hash, Model: s.Model, Scale: s.Scale}, byCase: map[int][]float64{}}
+				accs[vi] = append(accs[vi], a)
+			}
+			if s.Errored {
+				a.stats.Errored++
+				continue
+			}
+			a.stats.Scored++
+			if s.Passed {
+				a.stats.Passed++
+			}
+			a.byCase[ci] = append(a.byCase[ci], s.Score)
+		}
+	}
+	for vi := range r.Variants {
+		r.Variants[vi].Judges = []JudgeStats{}
+		for _, a := range accs[vi] {
+			a.stats.Cases = len(a.byCase)
+			a.stats.Mean, a.stats.Interval = clusteredMean(a.byCase, a.stats.Scale)
+			r.Variants[vi].Judges = append(r.Variants[vi].Judges, a.stats)
+		}
+		if len(r.Variants[vi].Judges) == 0 {
+			r.Variants[vi].Judges = nil
+		}
+	}
+}
+
+// clusteredMean is the mean of all scores and its 95% t interval with a
+// cluster-robust (CR1) standard error over the cases:
+//
+//	SE² = G/(G−1) · Σ_cases (Σ_trials (x − mean))² / N²
+//
+// with G − 1 degrees of freedom, cut to the scale. With one trial per case
+// it is the usual t interval of a mean. Nil interval below two cases.
+func clusteredMean(byCase map[int][]float64, sc grade.Scale) (*float64, *Interval) {
+	var n int
+	var sum float64
+	for _, xs := range byCase {
+		for _, x := range xs {
+			sum += x
+			n++
+		}
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	m := sum / float64(n)
+	g := len(byCase)
+	if g < 2 {
+		return &m, nil
+	}
+	var s float64
+	for _, xs := range byCase {
+		var d float64
+		for _, x := range xs {
+			d += x - m
+		}
+		s += d * d
+	}
+	se := math.Sqrt(float64(g)/float64(g-1)*s) / float64(n)
+	half := tQuantile975(g-1) * se
+	lo, hi := float64(sc.Min), float64(sc.Max)
+	return &m, &Interval{Low: min(max(m-half, lo), hi), High: max(min(m+half, hi), lo)}
+}
+
+// tQuantile975 is the 97.5% quantile of Student's t with df degrees of
+// freedom (df ≥ 1), from a table to 30 and the normal quantile beyond.
+func tQuantile975(df int) float64 {
+	table := []float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+		2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+		2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
+	if df >= 1 && df <= len(table) {
+		return table[df-1]
+	}
+	return z95
+}
+
+// writeGrades says which grade set the report shows when the run has more
+// than one, or that the run was not graded.
+func (r Report) writeGrades(w io.Writer) {
+	switch {
+	case r.NotGraded:
+		fmt.Fprintf(w, "Not graded: the run was collected with --no-grade; grade it with mst grade %s\n\n", text(r.Run.ID))
+	case r.Grades != nil && (r.Grades.Sets > 1 || r.Grades.ID != "1"):
+		by := r.Grades.By
+		if !r.Grades.Created.IsZero() {
+			by += ", " + r.Grades.Created.UTC().Format("2006-01-02 15:04 UTC")
+		}
+		if r.Grades.GradersFile != "" {
+			by += ", graders from " + r.Grades.GradersFile
+		}
+		fmt.Fprintf(w, "Grades: set %s of %d (%s); another set: mst report %s --grades N\n\n", text(r.Grades.ID), r.Grades.Sets, text(by), text(r.Run.ID))
+	}
+}
+
+// writeJudges lists the judges' mean scores per variant.
+func (r Report) writeJudges(w io.Writer) {
+	type row struct {
+		v JudgeStats
+		n string
+	}
+	var rows []row
+	errs := 0
+	for _, v := range r.Variants {
+		for _, j := range v.Judges {
+			rows = append(rows, row{j, v.Variant})
+		}
+		errs += v.GradeErrors
+	}
+	if len(rows) == 0 && errs == 0 {
+		return
+	}
+	if len(rows) > 0 {
+		fmt.Fprintln(w, "Judge scores (mean with a 95% interval clustered by case, complete cases):")
+		slices.SortStableFunc(rows, func(a, b row) int { return cmp.Compare(a.v.Grader, b.v.Grader) })
+		tw := newTable(w)
+		fmt.Fprintln(tw, "JUDGE\tVARIANT\tMEAN [95% CI]\tSCALE\tJUDGED PASS\tERRORED")
+		for _, x := range rows {
+			j := x.v
+			mean := "-"
+			if j.Mean != nil {
+				mean = formatMean(*j.Mean)
+				if j.Interval != nil {
+					mean += " [" + formatMean(j.Interval.Low) + ", " + formatMean(j.Interval.High) + "]"
+				}
+			}
+			scale := strconv.Itoa(j.Scale.Min) + "–" + strconv.Itoa(j.Scale.Max)
+			name := text(j.Grader)
+			if j.Hash != "" {
+				name += " #" + j.Hash[:min(8, len(j.Hash))]
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%d\n", name, text(x.n), mean, scale, j.Passed, j.Scored, j.Errored)
+		}
+		tw.Flush()
+	}
+	if errs > 0 {
+		fmt.Fprintf(w, "%s could not be graded: a judge gave no verdict (they count neither as passed nor as failed; grade them again with mst grade).\n", plural(errs, "trial"))
+	}
+	fmt.Fprintln(w)
+}
+
+func formatMean(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) }

@@ -1,0 +1,200 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/mst-eval/mst/transcript"
+)
+
+// Verdict is what a Markdown summary says first: whether the run's gates
+// passed. Checked is false when no gate was asked for; Failed lists the
+// gates that failed, one sentence each.
+type Verdict struct {
+	Checked bool
+	Failed  []string
+}
+
+// markdownCaseRows bounds the changed cases a Markdown summary lists, so a
+// pull-request comment stays short.
+const markdownCaseRows = 20
+
+// WriteMarkdown writes a short summary for a pull-request comment: the
+// verdict, the variants with their pass rates and intervals, the cases
+// whose result differs between variants, and the paired comparisons. The
+// numbers are those of the JSON report, rounded as the text report rounds
+// them (rates to 0.1%, differences to 0.01).
+func (r Report) WriteMarkdown(w io.Writer, v Verdict) error {
+	ew := &errWriter{w: w}
+	fmt.Fprintf(ew, "### MST report: %s\n\n", md(junitOr(r.Run.Eval, "(unnamed eval)")))
+	fmt.Fprintf(ew, "%s\n\n", v.line())
+	status := "complete"
+	if r.Run.Collect != "" {
+		status = r.Run.Collect
+	}
+	fmt.Fprintf(ew, "Run %s (%s): %s × %s × %s; %s.\n\n", md(junitOr(r.Run.ID, "(no id)")), md(status),
+		plural(len(r.Variants), "variant"), plural(len(r.Cases), "case"), plural(r.Run.TrialsPerCase, "trial"),
+		outcomeSummary(r.Counts))
+	if len(r.Variants) > 0 {
+		fmt.Fprintln(ew, "| Variant | Client | Model | Pass rate | 95% CI | Passed | Errored | Missing |")
+		fmt.Fprintln(ew, "|---|---|---|---:|---:|---:|---:|---:|")
+		for _, s := range r.Variants {
+			rate, iv := "–", "–"
+			if s.PassRate != nil {
+				rate = fmt.Sprintf("%.1f%%", *s.PassRate*100)
+				iv = fmt.Sprintf("%.1f–%.1f%%", s.Interval.Low*100, s.Interval.High*100)
+			}
+			fmt.Fprintf(ew, "| %s | %s | %s | %s | %s | %d/%d | %d | %d |\n", md(s.Variant), md(orDash(s.Client)), md(orDash(s.Model)),
+				rate, iv, s.Passed, s.Graded, s.Outcomes.Errored, s.Missing)
+		}
+		fmt.Fprintln(ew)
+	}
+	var differ []CaseRow
+	for _, c := range r.Cases {
+		if c.Differs {
+			differ = append(differ, c)
+		}
+	}
+	if len(differ) > 0 && len(r.Variants) > 1 {
+		fmt.Fprintf(ew, "**Cases where the variants differ** (%d; passed/graded):\n\n", len(differ))
+		head := "| Case |"
+		sep := "|---|"
+		for _, s := range r.Variants {
+			head += " " + md(s.Variant) + " |"
+			sep += "---:|"
+		}
+		fmt.Fprintln(ew, head)
+		fmt.Fprintln(ew, sep)
+		for i, c := range differ {
+			if i == markdownCaseRows {
+				break
+			}
+			line := "| " + md(c.Case) + " |"
+			for _, cell := range c.Variants {
+				line += fmt.Sprintf(" %d/%d |", cell.Passed, cell.Graded)
+			}
+			fmt.Fprintln(ew, line)
+		}
+		if n := len(differ) - markdownCaseRows; n > 0 {
+			fmt.Fprintf(ew, "\n…and %d more (`mst report RUN` lists them all).\n", n)
+		}
+		fmt.Fprintln(ew)
+	}
+	for _, c := range r.Comparisons {
+		if c.Cases == 0 {
+			continue
+		}
+		fmt.Fprintf(ew, "- %s − %s: %s [95%% CI %s … %s], sign test %s, %d of %s better, %d worse\n",
+			md(c.B), md(c.A), signed(*c.MeanDifference), signed(c.Interval.Low), signed(c.Interval.High),
+			pValue(*c.SignTestP), c.BBetter, plural(c.Cases, "case"), c.ABetter)
+	}
+	if len(r.Comparisons) > 0 {
+		fmt.Fprintln(ew)
+	}
+	return ew.err
+}
+
+// line is the verdict in one line.
+func (v Verdict) line() string {
+	switch {
+	case len(v.Failed) > 0:
+		items := make([]string, len(v.Failed))
+		for i, f := range v.Failed {
+			items[i] = md(f)
+		}
+		return "**Verdict: failed** ❌ " + strings.Join(items, "; ")
+	case v.Checked:
+		return "**Verdict: passed** ✅ every gate passed"
+	}
+	return "**Verdict:** no gate was set"
+}
+
+// WriteMarkdown writes the comparison for a pull-request comment: the
+// verdict, each variant's pass rate in both runs with the paired
+// difference, the cases that changed and the servers whose tools changed.
+func (c RunComparison) WriteMarkdown(w io.Writer, v Verdict) error {
+	ew := &errWriter{w: w}
+	fmt.Fprintf(ew, "### MST comparison: %s\n\n", md(junitOr(c.Run.Eval, "(unnamed eval)")))
+	fmt.Fprintf(ew, "%s\n\n", v.line())
+	fmt.Fprintf(ew, "Base %s, run %s.\n\n", md(junitOr(c.Base.ID, "(no id)")), md(junitOr(c.Run.ID, "(no id)")))
+	if len(c.Variants) > 0 {
+		fmt.Fprintln(ew, "| Variant | Base | Run | Run − base | 95% CI | Sign test | Better | Worse |")
+		fmt.Fprintln(ew, "|---|---:|---:|---:|---:|---:|---:|---:|")
+		for _, vc := range c.Variants {
+			p := vc.Paired
+			diff, iv, test := "–", "–", "–"
+			if p.Cases > 0 {
+				diff = signed(*p.MeanDifference)
+				iv = signed(p.Interval.Low) + " … " + signed(p.Interval.High)
+				test = pValue(*p.SignTestP)
+				if vc.Worse {
+					test += " **worse**"
+				}
+			}
+			fmt.Fprintf(ew, "| %s | %s | %s | %s | %s | %s | %d | %d |\n", md(vc.Variant),
+				mdRate(vc.Base.PassRate), mdRate(vc.Run.PassRate), diff, iv, test, p.BBetter, p.ABetter)
+		}
+		fmt.Fprintln(ew)
+	}
+	rows := 0
+	for _, vc := range c.Variants {
+		for _, pc := range sortChanged(vc.Changed) {
+			if rows == 0 {
+				fmt.Fprintln(ew, "**Cases that changed** (pass fraction):")
+				fmt.Fprintln(ew)
+				fmt.Fprintln(ew, "| Variant | Case | Base | Run |")
+				fmt.Fprintln(ew, "|---|---|---:|---:|")
+			}
+			rows++
+			if rows <= markdownCaseRows {
+				fmt.Fprintf(ew, "| %s | %s | %.2f | %.2f |\n", md(vc.Variant), md(pc.Case), pc.A, pc.B)
+			}
+		}
+	}
+	if rows > markdownCaseRows {
+		fmt.Fprintf(ew, "\n…and %d more (`mst compare BASE RUN` lists them all).\n", rows-markdownCaseRows)
+	}
+	if rows > 0 {
+		fmt.Fprintln(ew)
+	}
+	for _, l := range c.toolLines() {
+		fmt.Fprintf(ew, "- %s\n", md(l))
+	}
+	for _, n := range c.Notes {
+		fmt.Fprintf(ew, "- Note: %s\n", md(n))
+	}
+	fmt.Fprintln(ew)
+	return ew.err
+}
+
+func mdRate(p *float64) string {
+	if p == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f%%", *p*100)
+}
+
+// md makes text safe in a Markdown table cell or line: control characters
+// escaped (transcript.Printable), and the characters Markdown or HTML
+// would read as markup backslash-escaped or written as entities.
+func md(s string) string {
+	s = transcript.Printable(s)
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '\\', '`', '*', '_', '[', ']', '|', '~':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case '<':
+			b.WriteString("&lt;")
+		case '>':
+			b.WriteString("&gt;")
+		case '&':
+			b.WriteString("&amp;")
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,11 @@
+package report
+
+import _ "embed"
+
+//go:embed schema.json
+var schema []byte
+
+// Schema returns the JSON Schema of a Report (kind mst.report) and a
+// RunComparison (kind mst.compare) as they marshal, which mst schema
+// report prints.
+func Schema() []byte { return schema }

@@ -1,0 +1,137 @@
+//go:build unix
+
+package run_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mst-eval/mst/dataset"
+	"github.com/mst-eval/mst/run"
+	"github.com/mst-eval/mst/store"
+	"github.com/mst-eval/mst/transcript"
+)
+
+// BenchmarkRegrade grades 1,000 and 10,000 stored transcripts again with
+// deterministic graders (mst grade), and reports the time of one regrade
+// and the peak heap in use while it runs: the target is under 2 s for
+// 10,000, with a heap that does not grow with the number of transcripts.
+//
+//	go test ./run/ -run '^$' -bench Regrade -benchtime 3x
+func BenchmarkRegrade(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			st := storedRun(b, n)
+			specs := []json.RawMessage{
+				json.RawMessage(`{"toolCalled": {"tool": "wx_forecast", "arguments": {"city": "Oslo"}}}`),
+				json.RawMessage(`{"answerContains": {"text": "rain", "ignoreCase": true}}`),
+				json.RawMessage(`{"maxToolCalls": 3}`),
+			}
+			var peak uint64
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				var m runtime.MemStats
+				tick := time.NewTicker(5 * time.Millisecond)
+				defer tick.Stop()
+				for {
+					runtime.ReadMemStats(&m)
+					peak = max(peak, m.HeapInuse)
+					select {
+					case <-stop:
+						return
+					case <-tick.C:
+					}
+				}
+			})
+			runtime.GC()
+			cpu0 := cpuTime()
+			b.ReportAllocs()
+			for b.Loop() {
+				out, err := run.Regrade(b.Context(), st, run.RegradeOptions{Graders: specs})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if out.Graded != n {
+					b.Fatalf("graded %d of %d", out.Graded, n)
+				}
+			}
+			cpu := (cpuTime() - cpu0).Seconds() / float64(b.N)
+			close(stop)
+			wg.Wait()
+			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+			b.ReportMetric(cpu, "cpu-s/op")
+			b.Logf("%d transcripts: %.0f ms per regrade (%.2f CPU-s), peak heap in use %.1f MiB",
+				n, float64(b.Elapsed().Milliseconds())/float64(b.N), cpu, float64(peak)/(1<<20))
+		})
+	}
+}
+
+// cpuTime is the CPU time this process used so far, user and system: a
+// measure a loaded machine distorts less than the wall clock.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// storedRun stores a run of n answered transcripts (100 cases, 2
+// variants, n/200 trials each) with two tool calls each.
+func storedRun(b *testing.B, n int) store.Run {
+	b.Helper()
+	ctx := b.Context()
+	r, err := store.Dir{Root: b.TempDir()}.Create(ctx, "bench", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const cases, variants = 100, 2
+	trials := n / (cases * variants)
+	var cs []dataset.Case
+	for c := range cases {
+		cs = append(cs, dataset.Case{ID: fmt.Sprintf("case-%03d", c), Input: "Will it rain in Oslo?",
+			Expect: []json.RawMessage{json.RawMessage(`{"toolNotCalled": "wx_alerts"}`)}})
+	}
+	if err := r.WriteCases(ctx, cs); err != nil {
+		b.Fatal(err)
+	}
+	if err := r.WriteRun(ctx, transcript.Run{Kind: "mst.run", Version: transcript.RunVersion, ID: "bench", Variants: []string{"terse", "clear"}, Trials: trials, Cases: cases, Collect: transcript.CollectComplete}); err != nil {
+		b.Fatal(err)
+	}
+	keys := make(chan transcript.Key)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for k := range keys {
+				t := &transcript.Transcript{
+					Kind: "mst.transcript", Version: transcript.Version, Run: "bench", Key: k,
+					Client: transcript.ClientInfo{Name: "api"}, Model: "offline", Prompt: "Will it rain in Oslo?",
+					ToolCalls: []transcript.ToolCall{
+						{ID: "1", Server: "weather", Tool: "wx_cities", Arguments: json.RawMessage(`{}`), Result: "Oslo, Tokyo, Lisbon, Cairo, Reykjavik"},
+						{ID: "2", Server: "weather", Tool: "wx_forecast", Arguments: json.RawMessage(`{"city":"Oslo","days":3}`), Result: "Oslo: rain on Monday, cloudy on Tuesday, sun on Wednesday; highs 12, 14, 15 °C"},
+					},
+					Answer:  "Yes: rain in Oslo on Monday, then clouds and sun. Highs of 12 to 15 °C.",
+					Outcome: transcript.Outcome{Status: transcript.Answered},
+					Timing:  transcript.Timing{Started: time.Unix(1764000000, 0).UTC(), Ended: time.Unix(1764000002, 0).UTC(), DurationMs: 2000},
+				}
+				if _, err := r.WriteTranscript(ctx, t); err != nil {
+					b.Error(err)
+				}
+			}
+		})
+	}
+	for _, c := range cs {
+		for _, v := range []string{"terse", "clear"} {
+			for i := 1; i <= trials; i++ {
+				keys <- transcript.Key{Case: c.ID, Variant: v, Trial: i}
+			}
+		}
+	}
+	close(keys)
+	wg.Wait()
+	return r
+}
