@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -144,7 +143,7 @@ func (h *Host) Open(ctx context.Context, list []servers.Server, o Options) (*Set
 	}
 	logger := o.Logger
 	if logger == nil {
-		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		logger = slog.New(slog.DiscardHandler)
 	}
 	conns := make([]*servers.Conn, len(list))
 	errs := make([]error, len(list))

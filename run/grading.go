@@ -216,6 +216,13 @@ feed:
 	return context.Cause(ctx)
 }
 
+// GradeSet returns the grade log of set id of a stored run ("" or "1"
+// for the run's own grades), for callers that read grades the way a
+// report of that set shows them.
+func GradeSet(ctx context.Context, st store.Run, id string) (store.Grades, error) {
+	return gradeSetOf(ctx, st, id)
+}
+
 // gradeSetOf returns the grade log of set id of st ("" for set 1, the
 // run's own grades).
 func gradeSetOf(ctx context.Context, st store.Run, id string) (store.Grades, error) {

@@ -66,21 +66,11 @@ errored grade, never a failed one. Ctrl-C keeps the grades made so far;
 }
 
 func gradeRun(ctx context.Context, stdio Stdio, ref string, f gradeFlags) (err error) {
-	set := secrets.New()
-	if f.secretsFile != "" {
-		if set, err = secrets.Load(f.secretsFile); err != nil {
-			return withCode(ExitUsage, fmt.Errorf("--secrets-file: %w", err))
-		}
+	set, redact, stdout, stderr, done, err := secretOutput(stdio, f.secretsFile)
+	if err != nil {
+		return err
 	}
-	redact := secrets.NewRedactor(set)
-	stdout, stderr := redact.Writer(stdio.Out), redact.Writer(stdio.Err)
-	defer func() {
-		stdout.Flush()
-		stderr.Flush()
-		if err != nil {
-			err = &redactedError{err: err, msg: redact.String(err.Error())}
-		}
-	}()
+	defer done(&err)
 	st, err := openRun(ctx, ref, f.results, redact)
 	if err != nil {
 		return withCode(ExitUsage, err)

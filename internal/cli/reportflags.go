@@ -71,11 +71,20 @@ func termWidth(stdio Stdio, w io.Writer) int {
 	return 0
 }
 
-// runGrades reads the latest grade of every trial of a stored run (after
-// run.LoadReport has graded what was not graded yet).
-func runGrades(ctx context.Context, st store.Run) ([]grade.TrialGrade, error) {
+// runGrades reads the latest grade of every trial of a stored run from the
+// grade set its report shows (after run.LoadReport has graded what was not
+// graded yet), so --junit and --failures agree with the table.
+func runGrades(ctx context.Context, st store.Run, rep report.Report) ([]grade.TrialGrade, error) {
 	var out []grade.TrialGrade
-	err := st.Grades(ctx, func(g grade.TrialGrade) error {
+	set := ""
+	if rep.Grades != nil {
+		set = rep.Grades.ID
+	}
+	log, err := run.GradeSet(ctx, st, set)
+	if err != nil {
+		return nil, err
+	}
+	err = log.Grades(ctx, func(g grade.TrialGrade) error {
 		out = append(out, g)
 		return nil
 	})
@@ -163,7 +172,7 @@ func reportCommand(ctx context.Context, stdio Stdio, ref string, rf reportFlags)
 	}
 	var grades []grade.TrialGrade
 	if rf.junit != "" || rf.failures {
-		if grades, err = runGrades(ctx, st); err != nil {
+		if grades, err = runGrades(ctx, st, rep); err != nil {
 			return err
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/mst-eval/mst/report"
 	"github.com/mst-eval/mst/report/htmlreport"
 	"github.com/mst-eval/mst/run"
+	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/store"
 )
 
@@ -36,7 +37,7 @@ func addHTMLFlag(cmd *cobra.Command, stdio Stdio) {
 			if err != nil {
 				return err
 			}
-			if err := writeHTMLFile(c.Context(), file, rep, st); err != nil {
+			if err := writeHTMLFile(c.Context(), file, rep, st, nil); err != nil {
 				return err
 			}
 			fmt.Fprintf(stdio.Err, "html report: %s\n", file)
@@ -50,7 +51,7 @@ func addHTMLFlag(cmd *cobra.Command, stdio Stdio) {
 // none. It never fails the run: a report that cannot be written is a
 // warning, and mst report --html can write it later. It runs on a context
 // that Ctrl-C does not end, so an interrupted run still gets its report.
-func writeRunHTML(ctx context.Context, out *run.Outcome, stderr io.Writer) {
+func writeRunHTML(ctx context.Context, out *run.Outcome, stderr io.Writer, redact *secrets.Redactor) {
 	if out == nil {
 		return
 	}
@@ -59,7 +60,9 @@ func writeRunHTML(ctx context.Context, out *run.Outcome, stderr io.Writer) {
 		return // a run in a bucket: mst report --html writes its page
 	}
 	path := filepath.Join(dir, runHTMLName)
-	if err := writeHTMLFile(context.WithoutCancel(ctx), path, out.Report, out.Store); err != nil {
+	// The run's report is built in memory from the config as written: the
+	// page passes the redactor like everything else the run stores.
+	if err := writeHTMLFile(context.WithoutCancel(ctx), path, out.Report, out.Store, redact); err != nil {
 		fmt.Fprintf(stderr, "mst: warning: no HTML report: %s (mst report %s --html FILE writes one)\n", err, dir)
 		return
 	}
@@ -68,7 +71,7 @@ func writeRunHTML(ctx context.Context, out *run.Outcome, stderr io.Writer) {
 
 // writeHTMLFile writes the HTML report of st to path whole or not at all:
 // into a temporary file next to it, renamed into place.
-func writeHTMLFile(ctx context.Context, path string, rep report.Report, st store.Run) error {
+func writeHTMLFile(ctx context.Context, path string, rep report.Report, st store.Run, redact *secrets.Redactor) error {
 	rec, err := st.ReadRun(ctx)
 	if err != nil {
 		return err
@@ -78,9 +81,21 @@ func writeHTMLFile(ctx context.Context, path string, rep report.Report, st store
 		return fmt.Errorf("--html %s: %w (give a file in a folder that exists and that you can write)", path, err)
 	}
 	defer os.Remove(f.Name())
-	if err := htmlreport.Write(ctx, f, rep, rec, st); err != nil {
+	var w io.Writer = f
+	var rw *secrets.Writer
+	if redact != nil {
+		rw = redact.Writer(f)
+		w = rw
+	}
+	if err := htmlreport.Write(ctx, w, rep, rec, st); err != nil {
 		f.Close()
 		return err
+	}
+	if rw != nil {
+		if err := rw.Flush(); err != nil {
+			f.Close()
+			return err
+		}
 	}
 	if err := f.Chmod(0o644); err != nil {
 		f.Close()

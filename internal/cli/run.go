@@ -137,24 +137,13 @@ func planError(err error) error {
 }
 
 func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err error) {
-	// The secrets file is read first so that everything MST prints from
-	// here on, a config error that quotes a line included, passes the
-	// redactor; so does the error Main prints.
-	set := secrets.New()
-	if f.secretsFile != "" {
-		if set, err = secrets.Load(f.secretsFile); err != nil {
-			return withCode(ExitUsage, fmt.Errorf("--secrets-file: %w", err))
-		}
+	// Everything MST prints from here on, a config error that quotes a
+	// line included, passes the redactor.
+	set, redact, stdout, stderr, done, err := secretOutput(stdio, f.secretsFile)
+	if err != nil {
+		return err
 	}
-	redact := secrets.NewRedactor(set)
-	stdout, stderr := redact.Writer(stdio.Out), redact.Writer(stdio.Err)
-	defer func() {
-		stdout.Flush()
-		stderr.Flush()
-		if err != nil {
-			err = &redactedError{err: err, msg: redact.String(err.Error())}
-		}
-	}()
+	defer done(&err)
 	for _, w := range set.Warnings() {
 		fmt.Fprintf(stderr, "mst: warning: %s\n", w)
 	}
@@ -271,7 +260,7 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 		}
 	}
 	fmt.Fprintf(stderr, "results: %s\n", out.Store.Location())
-	writeRunHTML(ctx, out, stderr)
+	writeRunHTML(ctx, out, stderr, redact)
 	if ctx.Err() != nil {
 		return withCode(ExitInterrupted, fmt.Errorf("interrupted: the run is partial; its finished trials are kept in %s; finish it with %s", out.Store.Location(), hint()))
 	}
@@ -361,4 +350,28 @@ func openRun(ctx context.Context, ref, results string, redact *secrets.Redactor)
 		return nil, fmt.Errorf("%s: no run folder there, nor a run with that id in %s", ref, results)
 	}
 	return st, nil
+}
+
+// secretOutput reads the secrets file (none when path is empty) first, so
+// that everything a command prints from then on passes the redactor, and
+// returns the set, its redactor and redacting writers over stdio. done
+// flushes the writers and redacts *err, the error Main prints; a command
+// defers it with its named error.
+func secretOutput(stdio Stdio, path string) (set *secrets.Set, redact *secrets.Redactor, stdout, stderr *secrets.Writer, done func(*error), err error) {
+	set = secrets.New()
+	if path != "" {
+		if set, err = secrets.Load(path); err != nil {
+			return nil, nil, nil, nil, nil, withCode(ExitUsage, fmt.Errorf("--secrets-file: %w", err))
+		}
+	}
+	redact = secrets.NewRedactor(set)
+	stdout, stderr = redact.Writer(stdio.Out), redact.Writer(stdio.Err)
+	done = func(err *error) {
+		stdout.Flush()
+		stderr.Flush()
+		if *err != nil {
+			*err = &redactedError{err: *err, msg: redact.String((*err).Error())}
+		}
+	}
+	return set, redact, stdout, stderr, done, nil
 }
