@@ -18,6 +18,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/mst-eval/mst/grade"
+	"github.com/mst-eval/mst/internal/testbin"
 	"github.com/mst-eval/mst/report"
 	"github.com/mst-eval/mst/transcript"
 )
@@ -93,18 +94,10 @@ func fixtures() []run {
 	}
 }
 
-// xmllint returns the path of xmllint, failing under CI when it is
-// missing.
+// xmllint returns the path of xmllint, failing t when it is missing.
 func xmllint(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("xmllint")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("xmllint is missing (Debian: apt-get install libxml2-utils): %v", err)
-		}
-		t.Skipf("xmllint is missing (Debian: apt-get install libxml2-utils): %v", err)
-	}
-	return p
+	return testbin.Program(t, "apt-get install libxml2-utils", "xmllint")
 }
 
 type xmlSuites struct {

@@ -96,17 +96,7 @@ limits: {concurrency: 1}
 `,
 		"cases.jsonl": `{"id": "a", "input": "Please echo and then sleep"}` + "\n",
 	})
-	req := request(path)
-	req.Secrets = set
-	p, err := run.NewPlan(t.Context(), req)
-	if err != nil {
-		t.Fatalf("NewPlan = %v", err)
-	}
-	root, shards := t.TempDir(), t.TempDir()
-	var printed bytes.Buffer
-	o := options(store.Dir{Root: root})
-	o.Secrets, o.Redact = set, secrets.NewRedactor(set)
-	o.Logger = slog.New(slog.NewTextHandler(&lockedBuffer{b: &printed}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	p, o, shards, printed := canaryRun(t, path, set)
 	o.Runner = runner.ProcessesDefinition()
 	o.Chosen = run.RunnerChoice{Options: map[string]string{"dir": shards}, Shards: 1, Keep: runner.KeepNever}
 
@@ -237,4 +227,24 @@ func descendants(root int) []procInfo {
 		}
 	}
 	return out
+}
+
+// canaryRun plans the eval at path with the secrets set and returns the
+// plan and run options of a canary test: a directory store in a folder of
+// its own, a shard folder, the secrets and their redactor, and a debug log kept in
+// printed, for the test to search.
+func canaryRun(t *testing.T, path string, set *secrets.Set) (*run.Plan, run.Options, string, *bytes.Buffer) {
+	t.Helper()
+	req := request(path)
+	req.Secrets = set
+	p, err := run.NewPlan(t.Context(), req)
+	if err != nil {
+		t.Fatalf("NewPlan = %v", err)
+	}
+	root, shards := t.TempDir(), t.TempDir()
+	printed := &bytes.Buffer{}
+	o := options(store.Dir{Root: root})
+	o.Secrets, o.Redact = set, secrets.NewRedactor(set)
+	o.Logger = slog.New(slog.NewTextHandler(&lockedBuffer{b: printed}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return p, o, shards, printed
 }

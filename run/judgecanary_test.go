@@ -7,7 +7,6 @@ import (
 	"context"
 	"io"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,7 +18,6 @@ import (
 	"github.com/mst-eval/mst/run"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/secrets"
-	"github.com/mst-eval/mst/store"
 )
 
 // TestJudgeKeyCanary runs a judged eval through a processes worker with a
@@ -71,17 +69,7 @@ limits: {concurrency: 1}
 `,
 		"cases.jsonl": `{"id": "a", "input": "Please sleep"}` + "\n",
 	})
-	req := request(path)
-	req.Secrets = set
-	p, err := run.NewPlan(t.Context(), req)
-	if err != nil {
-		t.Fatalf("NewPlan = %v", err)
-	}
-	root, shards := t.TempDir(), t.TempDir()
-	var printed bytes.Buffer
-	o := options(store.Dir{Root: root})
-	o.Secrets, o.Redact = set, secrets.NewRedactor(set)
-	o.Logger = slog.New(slog.NewTextHandler(&lockedBuffer{b: &printed}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	p, o, shards, printed := canaryRun(t, path, set)
 	tap := &lockedBuffer{b: &bytes.Buffer{}}
 	o.Runner = tapped(runner.ProcessesDefinition(), tap)
 	o.Chosen = run.RunnerChoice{Options: map[string]string{"dir": shards}, Shards: 1, Keep: runner.KeepNever}

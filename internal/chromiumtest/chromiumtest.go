@@ -8,33 +8,23 @@ package chromiumtest
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/mst-eval/mst/internal/testbin"
 )
 
-// Binary returns the Chromium to run, failing t under CI and skipping it
-// elsewhere when there is none.
+// Binary returns the Chromium to run (MST_CHROMIUM, or one on PATH), and
+// fails t when there is none.
 func Binary(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("MST_CHROMIUM"); p != "" {
 		return p
 	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	msg := "no Chromium: install Debian's package (apt-get install chromium; scripts/test does as root) or set MST_CHROMIUM to a Chromium binary"
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
+	return testbin.Program(t, "apt-get install chromium, or set MST_CHROMIUM to a Chromium binary", "chromium", "chromium-browser", "google-chrome", "chrome")
 }
 
 // Page is one tab of a browser of its own.

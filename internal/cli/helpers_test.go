@@ -1,8 +1,11 @@
 package cli_test
 
 import (
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"testing"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -29,4 +32,30 @@ func waitFiles(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// quickstartCopy lays out the quickstart eval and its weather server in a
+// temporary folder and returns the eval's path.
+func quickstartCopy(t *testing.T) string {
+	t.Helper()
+	return quickstartIn(t, t.TempDir())
+}
+
+// quickstartIn is quickstartCopy into dir.
+func quickstartIn(t *testing.T, dir string) string {
+	t.Helper()
+	qs := filepath.Join(dir, "examples", "quickstart")
+	os.MkdirAll(qs, 0o755)
+	for _, f := range []string{"eval.yaml", "cases.jsonl"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "examples", "quickstart", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(qs, f), b, 0o644)
+	}
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", "weather"), "github.com/mst-eval/mst/examples/quickstart/weather")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the weather server: %v\n%s", err, out)
+	}
+	return filepath.Join(qs, "eval.yaml")
 }

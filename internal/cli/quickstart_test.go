@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -19,21 +18,9 @@ func TestQuickstart(t *testing.T) {
 	dir := t.TempDir()
 	// The eval names ../../bin/weather relative to itself: rebuild that
 	// layout in a temporary folder.
-	qs := filepath.Join(dir, "examples", "quickstart")
-	os.MkdirAll(qs, 0o755)
-	for _, f := range []string{"eval.yaml", "cases.jsonl"} {
-		b, err := os.ReadFile(filepath.Join("..", "..", "examples", "quickstart", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.WriteFile(filepath.Join(qs, f), b, 0o644)
-	}
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", "weather"), "github.com/mst-eval/mst/examples/quickstart/weather")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the weather server: %v\n%s", err, out)
-	}
+	evalFile := quickstartIn(t, dir)
 	var stdout, stderr bytes.Buffer
-	code := cli.Main(t.Context(), []string{"run", filepath.Join(qs, "eval.yaml"), "--results", filepath.Join(dir, "results"), "--json"},
+	code := cli.Main(t.Context(), []string{"run", evalFile, "--results", filepath.Join(dir, "results"), "--json"},
 		cli.Stdio{Out: &stdout, Err: &stderr, Env: os.Environ()})
 	if code != 0 {
 		t.Fatalf("mst run exited %d\n%s", code, stderr.String())

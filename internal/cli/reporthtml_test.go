@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -23,22 +22,10 @@ import (
 func htmlQuickstartRun(t *testing.T) (string, string) {
 	t.Helper()
 	dir := t.TempDir()
-	qs := filepath.Join(dir, "examples", "quickstart")
-	os.MkdirAll(qs, 0o755)
-	for _, f := range []string{"eval.yaml", "cases.jsonl"} {
-		b, err := os.ReadFile(filepath.Join("..", "..", "examples", "quickstart", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.WriteFile(filepath.Join(qs, f), b, 0o644)
-	}
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", "weather"), "github.com/mst-eval/mst/examples/quickstart/weather")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the weather server: %v\n%s", err, out)
-	}
+	evalFile := quickstartIn(t, dir)
 	var stdout, stderr bytes.Buffer
 	results := filepath.Join(dir, "results")
-	if code := cli.Main(t.Context(), []string{"run", filepath.Join(qs, "eval.yaml"), "--results", results}, cli.Stdio{Out: &stdout, Err: &stderr, Env: os.Environ()}); code != 0 {
+	if code := cli.Main(t.Context(), []string{"run", evalFile, "--results", results}, cli.Stdio{Out: &stdout, Err: &stderr, Env: os.Environ()}); code != 0 {
 		t.Fatalf("mst run exited %d\n%s", code, stderr.String())
 	}
 	runs, err := filepath.Glob(filepath.Join(results, "*"))

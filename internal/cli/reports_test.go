@@ -16,6 +16,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/mst-eval/mst/internal/cli"
+	"github.com/mst-eval/mst/internal/testbin"
 )
 
 // reportRuns are two real runs of one eval on the offline model against
@@ -188,13 +189,7 @@ func abs(x float64) float64 {
 // pass, the changed run's fail with their graders' reasons.
 func TestReportJUnit(t *testing.T) {
 	r := makeReportRuns(t)
-	lint, err := exec.LookPath("xmllint")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("xmllint is missing (Debian: apt-get install libxml2-utils)")
-		}
-		t.Skip("xmllint is missing (Debian: apt-get install libxml2-utils)")
-	}
+	lint := testbin.Program(t, "apt-get install libxml2-utils", "xmllint")
 	xsd := filepath.Join("..", "..", "report", "testdata", "junit", "junit.xsd")
 	for _, tc := range []struct {
 		run      string

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -16,27 +15,6 @@ import (
 
 	"github.com/mst-eval/mst/internal/cli"
 )
-
-// quickstartCopy lays out the quickstart eval and its weather server in a
-// temporary folder and returns the eval's path.
-func quickstartCopy(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	qs := filepath.Join(dir, "examples", "quickstart")
-	os.MkdirAll(qs, 0o755)
-	for _, f := range []string{"eval.yaml", "cases.jsonl"} {
-		b, err := os.ReadFile(filepath.Join("..", "..", "examples", "quickstart", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.WriteFile(filepath.Join(qs, f), b, 0o644)
-	}
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", "weather"), "github.com/mst-eval/mst/examples/quickstart/weather")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the weather server: %v\n%s", err, out)
-	}
-	return filepath.Join(qs, "eval.yaml")
-}
 
 type mstResult struct {
 	code           int

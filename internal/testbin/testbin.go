@@ -86,3 +86,20 @@ func Clean() {
 		}
 	}
 }
+
+// Program returns the path of a program the tests need that is not built
+// from this module (xmllint, chromium), and fails t when it is missing: a
+// missing part is never a reason to skip. install says how to get it.
+func Program(t interface {
+	Helper()
+	Fatalf(string, ...any)
+}, install string, names ...string) string {
+	t.Helper()
+	for _, name := range names {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatalf("%s is not installed: %s (scripts/test installs it when run as root)", strings.Join(names, " or "), install)
+	return ""
+}

@@ -107,9 +107,6 @@ func contains(s, sub string) bool { return bytes.Contains([]byte(s), []byte(sub)
 // and to load (figures, not checks: see BenchmarkWrite10000Trials), and
 // checks that it loads cleanly and that a transcript of its last case opens.
 func TestLargePageInChromium(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: 10,000 trials")
-	}
 	t.Parallel()
 	f := makeFixture(spec{cases: 1000, variants: 2, trials: 5})
 	start := time.Now()
