@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -99,21 +100,21 @@ func (p *serverProxy) call(ctx context.Context, offered string, args json.RawMes
 			Text: fmt.Sprintf("Not run: this trial may make at most %d tool calls (maxActions).", p.budget.max),
 		}}}, nil
 	}
-	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
+	if a := bytes.TrimSpace(args); len(a) == 0 || string(a) == "null" {
 		args = json.RawMessage(`{}`)
 	}
 	p.mu.Lock()
 	p.calls++
 	n, gone := p.calls, p.gone
 	p.mu.Unlock()
+	start := time.Now()
 	tc := transcript.ToolCall{
 		Server: p.decl.Name, Tool: real, Arguments: slices.Clone(args),
-		Started: time.Now().UTC(), Evidence: transcript.EvidenceServer,
+		Started: start.UTC(), Evidence: transcript.EvidenceServer,
 	}
 	if real != offered {
 		tc.OfferedAs = offered
 	}
-	start := time.Now()
 	res, err := p.handle(ctx, &tc, n, gone, real, args)
 	tc.DurationMs = float64(time.Since(start).Microseconds()) / 1000
 	switch {
@@ -217,9 +218,15 @@ func (p *serverProxy) hits(i int, f servers.Fault, n int, real string) bool {
 	return draw(p.seed, i, n) < f.Rate
 }
 
-// draw is a number in [0, 1) that depends only on its arguments.
+// draw is a number in [0, 1) that depends only on its arguments: the
+// first 53 bits of the SHA-256 of seed, fault and call joined by NUL bytes,
+// the numbers in decimal (the bytes must not change, or a resumed run would
+// see other faults).
 func draw(seed string, fault, call int) float64 {
-	h := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d\x00%d", seed, fault, call))
+	b := make([]byte, 0, len(seed)+24)
+	b = append(append(b, seed...), 0)
+	b = append(strconv.AppendInt(b, int64(fault), 10), 0)
+	h := sha256.Sum256(strconv.AppendInt(b, int64(call), 10))
 	return float64(binary.BigEndian.Uint64(h[:8])>>11) / math.Exp2(53)
 }
 
@@ -307,7 +314,7 @@ type recorder struct {
 func (r *recorder) add(tc transcript.ToolCall) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	tc.ID = fmt.Sprintf("mst-%d", len(r.calls)+1)
+	tc.ID = "mst-" + strconv.Itoa(len(r.calls)+1)
 	r.calls = append(r.calls, tc)
 }
 

@@ -147,15 +147,16 @@ func Build(in Input) Report {
 	}
 	r.Counts.Planned = len(cases) * len(variants) * k
 
-	seen := make(map[transcript.Key]bool, len(in.Trials))
+	// seen marks the planned trials met, one bit each: a trial's place in
+	// the plan stands for its key, so no map of keys is built.
+	seen := newPlanBits(len(cases), len(variants), k)
 	for _, t := range in.Trials {
 		vi, okV := vIndex[t.Variant]
 		ci, okC := cIndex[t.Case]
-		if !okV || !okC || t.Trial < 1 || t.Trial > k || seen[t.Key] {
+		if !okV || !okC || t.Trial < 1 || t.Trial > k || !seen.mark(ci, vi, t.Trial) {
 			r.Ignored++
 			continue
 		}
-		seen[t.Key] = true
 		r.Counts.Add(t.Status)
 
 		c := &cells[ci][vi]
@@ -231,7 +232,8 @@ func Build(in Input) Report {
 		r.Variants[vi] = variantStats(v, accs[vi], cells, complete, vi, len(cases)*k, k)
 	}
 
-	addJudgeStats(&r, in.Trials, vIndex, cIndex, complete, k) // judges.go
+	seen.clear()
+	addJudgeStats(&r, in.Trials, vIndex, cIndex, complete, k, seen) // judges.go
 	r.Grades, r.NotGraded = in.GradeSet, in.NotGraded
 
 	r.Cases = make([]CaseRow, len(cases))
@@ -313,13 +315,40 @@ func variantStats(v VariantInfo, a variantAcc, cells [][]cell, complete []bool, 
 	}
 	if n := len(a.durations); n > 0 {
 		s.LatencyMs.Mean = ptr(mean(a.durations))
-		sorted := sortedCopy(a.durations)
+		// The durations are the accumulator's own: sorted in place, not
+		// copied.
+		sorted := a.durations
+		slices.Sort(sorted)
 		s.LatencyMs.P50 = ptr(percentile(sorted, 0.50))
 		s.LatencyMs.P95 = ptr(percentile(sorted, 0.95))
 		s.ToolCalls.Mean = ptr(float64(a.toolCalls) / float64(n))
 	}
 	return s
 }
+
+// planBits holds one bit for every trial of a plan of cases × variants ×
+// k trials, by place: case, variant, trial index from 1.
+type planBits struct {
+	bits        []uint64
+	variants, k int
+}
+
+func newPlanBits(cases, variants, k int) planBits {
+	return planBits{bits: make([]uint64, (cases*variants*k+63)/64), variants: variants, k: k}
+}
+
+// mark sets the bit of the trial and says whether it was clear.
+func (p planBits) mark(ci, vi, trial int) bool {
+	i := (ci*p.variants+vi)*p.k + trial - 1
+	w, b := i/64, uint64(1)<<(i%64)
+	if p.bits[w]&b != 0 {
+		return false
+	}
+	p.bits[w] |= b
+	return true
+}
+
+func (p planBits) clear() { clear(p.bits) }
 
 // differs reports whether the variants with a graded trial do not all have
 // the same pass fraction. Fractions are compared exactly by cross

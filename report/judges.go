@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/mst-eval/mst/grade"
-	"github.com/mst-eval/mst/transcript"
 )
 
 // GradeSetInfo says which of a run's grade sets a report shows.
@@ -79,16 +78,15 @@ type judgeAcc struct {
 
 // addJudgeStats fills each variant's Judges from the trials of the
 // complete cases, in the order the judges first appear.
-func addJudgeStats(r *Report, trials []Trial, vIndex, cIndex map[string]int, complete []bool, k int) {
+// seen is clear; it marks the trials met, so a repeated key counts once.
+func addJudgeStats(r *Report, trials []Trial, vIndex, cIndex map[string]int, complete []bool, k int, seen planBits) {
 	accs := make([][]*judgeAcc, len(r.Variants))
-	seen := map[transcript.Key]bool{}
 	for _, t := range trials {
 		vi, okV := vIndex[t.Variant]
 		ci, okC := cIndex[t.Case]
-		if !okV || !okC || t.Trial < 1 || t.Trial > k || seen[t.Key] || !complete[ci] {
+		if !okV || !okC || t.Trial < 1 || t.Trial > k || !complete[ci] || !seen.mark(ci, vi, t.Trial) {
 			continue
 		}
-		seen[t.Key] = true
 		if t.GradeError != "" {
 			r.Variants[vi].GradeErrors++
 		}

@@ -187,9 +187,3 @@ func percentile(sorted []float64, p float64) float64 {
 	}
 	return sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
 }
-
-func sortedCopy(xs []float64) []float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s
-}

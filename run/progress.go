@@ -63,6 +63,25 @@ func (p *progress) Start(run transcript.Run, total int) {
 	}
 }
 
+// StartGrading starts a second count, of trials graded on a runner
+// (mst run --grade-runner) once every trial was collected.
+func (p *progress) StartGrading(on string, total int) {
+	p.mu.Lock()
+	p.total, p.started = total, p.now()
+	p.done, p.graded, p.passed, p.errored, p.lastTenth = 0, 0, 0, 0, 0
+	p.mu.Unlock()
+	fmt.Fprintf(p.w, "grading %d trials on the runner %s\n", total, on)
+	if p.terminal {
+		p.stop, p.stopped = make(chan struct{}), make(chan struct{})
+		go p.redraw()
+	}
+}
+
+// gradingProgress is a Progress that can show grading on a runner apart.
+type gradingProgress interface {
+	StartGrading(on string, total int)
+}
+
 func (p *progress) redraw() {
 	defer close(p.stopped)
 	t := time.NewTicker(200 * time.Millisecond)

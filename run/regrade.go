@@ -33,7 +33,13 @@ type RegradeOptions struct {
 	Now func() time.Time
 	// Progress, when set, shows the trials as they are graded.
 	Progress Progress
+	// On, when set, grades on a runner's machines (mst grade --runner)
+	// instead of here; Judges is then unused.
+	On *GradeOn
 }
+
+// remoteFlush is how often grades coming from a runner are stored.
+const remoteFlush = 3 * time.Second
 
 // Regraded is what Regrade produced.
 type Regraded struct {
@@ -107,31 +113,46 @@ func Regrade(ctx context.Context, st store.Run, o RegradeOptions) (*Regraded, er
 		return nil, err
 	}
 	done := map[transcript.Key]bool{}
+	// The planned trials are told by their place in the plan, and the
+	// stored ones met one at a time: todo, a key of the run's own strings
+	// per trial to grade, is all that grows with the run (and, resuming,
+	// done: the planned trials the set has a current grade of).
+	plan := newPlanIndex(rec, cases)
 	if o.Resume != "" {
-		err := log.Grades(ctx, func(g grade.TrialGrade) error {
-			done[g.Key] = !g.Superseded && g.Trial.Status != ""
+		each := log.Grades
+		if h, ok := log.(store.GradeHistory); ok {
+			each = h.GradeHistory // every grade in order: the last of a key wins
+		}
+		err := each(ctx, func(g grade.TrialGrade) error {
+			if s, ok := plan.slot(g.Key); ok {
+				if k := plan.key(s); !g.Superseded && g.Trial.Status != "" {
+					done[k] = true
+				} else {
+					delete(done, k)
+				}
+			}
 			return nil
 		})
 		if err != nil {
 			return nil, err
 		}
 	}
-	want := map[transcript.Key]bool{}
 	judged := false
-	for _, k := range plannedKeys(rec, cases) {
-		want[k] = true
-		judged = judged || grade.HasJudge(byCase[k.Case])
+	if plan.size() > 0 {
+		for _, c := range cases {
+			judged = judged || grade.HasJudge(byCase[c.ID])
+		}
 	}
 	how := grading{graders: func(id string) []grade.Grader { return byCase[id] }, judges: o.Judges, workers: o.Workers}
-	stored, err := st.Keys(ctx)
+	var todo []transcript.Key
+	err = eachStoredKey(ctx, st, func(k transcript.Key) error {
+		if s, ok := plan.slot(k); ok && !done[k] {
+			todo = append(todo, plan.key(s))
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	var todo []transcript.Key
-	for _, k := range stored {
-		if want[k] && !done[k] {
-			todo = append(todo, k)
-		}
 	}
 	if o.Progress != nil {
 		o.Progress.Start(rec, len(todo))
@@ -156,7 +177,8 @@ func Regrade(ctx context.Context, st store.Run, o RegradeOptions) (*Regraded, er
 		batch = batch[:0]
 		return err
 	}
-	err = gradeAll(ctx, how, todo, read, func(g grade.TrialGrade, keep bool) error {
+	lastFlush := time.Now()
+	keepGrade := func(g grade.TrialGrade, keep bool) error {
 		if !keep || ctx.Err() != nil {
 			return nil // an interrupted judge's error is not a grade
 		}
@@ -165,11 +187,24 @@ func Regrade(ctx context.Context, st store.Run, o RegradeOptions) (*Regraded, er
 		if o.Progress != nil {
 			o.Progress.Trial(report.NewTrial(g))
 		}
-		if len(batch) >= gradeBatch {
+		// Grades from a runner come at the pace of its judges: they are
+		// stored every few seconds too, so a crash here loses few.
+		if len(batch) >= gradeBatch || (o.On != nil && time.Since(lastFlush) > remoteFlush) {
+			lastFlush = time.Now()
 			return flush()
 		}
 		return nil
-	})
+	}
+	if o.On != nil {
+		var got, sent int
+		got, sent, err = o.On.grade(ctx, st, rec, set.ID, o.Graders, gradeCases(cases), todo, func(g grade.TrialGrade) error { return keepGrade(g, true) })
+		if err == nil && ctx.Err() == nil && got < sent {
+			err = fmt.Errorf("%d of the %d trials sent to the runner %s came back ungraded (its warnings above say why): grade set %s of run %s is partial; finish it with mst grade %s --resume %s --runner %s",
+				sent-got, sent, o.On.Runner.Name, set.ID, rec.ID, st.Location(), set.ID, o.On.Runner.Name)
+		}
+	} else {
+		err = gradeAll(ctx, how, todo, read, keepGrade)
+	}
 	if ferr := flush(); err == nil {
 		err = ferr
 	}

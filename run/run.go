@@ -74,6 +74,10 @@ type Options struct {
 	// a worker gets to end once its stdin closes); zero means the
 	// defaults. Tests set them short.
 	Heartbeat, Silence, StopGrace time.Duration
+	// GradeOn, when set, grades the run on a runner's machines once its
+	// trials are collected (mst run --grade-runner), instead of here as
+	// each trial arrives.
+	GradeOn *GradeOn
 }
 
 // Outcome is what a run produced.
@@ -81,6 +85,9 @@ type Outcome struct {
 	Store  store.Run
 	Run    transcript.Run
 	Report report.Report
+	// GradeError says why grading on the runner (Options.GradeOn) left
+	// trials ungraded; the run itself is whole.
+	GradeError error
 }
 
 // Execute runs the plan. It returns the run even when it is partial (Ctrl-C,
@@ -181,6 +188,11 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	}
 	todo := p.Todo()
 	col := &collector{st: st, plan: p, progress: o.Progress, logger: o.Logger, grading: p.grading(o)}
+	if o.GradeOn != nil {
+		// Graded on the runner once collected: nothing is graded here,
+		// and no judge runs here.
+		col.grading.off, col.grading.judges = true, nil
+	}
 	col.slots = make(chan struct{}, col.grading.workers)
 	col.traces = tr
 	if o.Progress != nil {
@@ -196,6 +208,15 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	}
 	rec.Runner.Machines = append(rec.Runner.Machines, machines...)
 	rec.Stopped = col.stoppedVariants()
+	var gradeErr error
+	if o.GradeOn != nil && !p.NoGrade && ctx.Err() == nil {
+		gradeErr = gradeCollected(ctx, st, p, o, rec)
+		// What the runner did not grade is graded here by the
+		// deterministic graders when gathering; a judge's grade waits
+		// for mst grade (notJudged).
+		col.grading = p.grading(o)
+		col.grading.judges = nil
+	}
 	interrupted := ctx.Err() != nil
 	// Why the run ended early: Ctrl-C (context.Canceled) or a cause its
 	// caller gave, such as a deadline.
@@ -243,6 +264,9 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 		notes = append(notes, fmt.Sprintf("variant %s stopped after its first trials errored (%s)", sv.Variant, sv.Cause))
 	}
 	notes = append(notes, failed...)
+	if gradeErr != nil {
+		notes = append(notes, "grading on the runner: "+gradeErr.Error())
+	}
 	rec.Note = strings.Join(notes, "; ")
 	if err := st.WriteRun(ctx, rec); err != nil {
 		if errors.Is(err, ErrStoreFull) {
@@ -255,7 +279,7 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	if !p.NoGrade {
 		in.GradeSet = firstSetInfo(ctx, st)
 	}
-	out := &Outcome{Store: st, Run: rec, Report: report.Build(in)}
+	out := &Outcome{Store: st, Run: rec, Report: report.Build(in), GradeError: gradeErr}
 	if full != nil {
 		return out, full
 	}
@@ -269,6 +293,15 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 // coordinator, and returns each shard's machine record.
 func runShards(ctx context.Context, p *Plan, o Options, rn runner.Runner, rec transcript.Run, todo []transcript.Key, col *collector) ([]transcript.Machine, error) {
 	bundles := p.split(rec, todo, max(o.Chosen.Shards, 1))
+	// With the run in a bucket, the workers of machine runners write each
+	// transcript there themselves and the coordinator reads it from there;
+	// the local runner's worker writes into the store it is given anyway.
+	direct := o.Runner.Name != runner.LocalDefinition().Name && isRemote(col.st)
+	if direct {
+		for _, b := range bundles {
+			b.Store = col.st.Location()
+		}
+	}
 	coord := &shard.Coordinator{
 		MSTVersion: o.MSTVersion,
 		Limits:     shard.NewLimiter(p.Config.Limits.Providers, p.Config.Limits.Servers).WithServerCalls(p.Config.Limits.ServerCalls),
@@ -304,7 +337,11 @@ func runShards(ctx context.Context, p *Plan, o Options, rn runner.Runner, rec tr
 				Index: b.Shard, Run: rec.ID, Attempt: attempt, BundleDir: dir, HostPaths: p.hostPaths(b),
 				Serve: func(ctx context.Context, in io.Reader, out io.Writer, fetch runner.Fetch) error {
 					var serr error
-					res, serr = coord.Serve(ctx, b.Shard, in, out, shard.Fetch(fetch))
+					f := shard.Fetch(fetch)
+					if direct {
+						f = nil // the transcripts are in the store already
+					}
+					res, serr = coord.Serve(ctx, b.Shard, in, out, f)
 					return serr
 				},
 			})
@@ -721,4 +758,13 @@ func keyLess(a, b transcript.Key) bool {
 		return a.Case < b.Case
 	}
 	return a.Trial < b.Trial
+}
+
+// isRemote says st is kept outside this machine's folders (a bucket).
+func isRemote(st store.Run) bool {
+	if g, ok := st.(*fullGuard); ok {
+		st = g.Run
+	}
+	r, ok := st.(store.Remote)
+	return ok && r.Remote()
 }

@@ -21,7 +21,8 @@ import (
 //  1. creates the machine;
 //  2. copies the shard's bundle folder to WORK/bundle on the machine;
 //  3. starts `mst collect --bundle WORK/bundle --results WORK/results`
-//     there, with its stdin and stdout connected to the coordinator;
+//     there (`mst grade-shard` for a shard that grades), with its stdin
+//     and stdout connected to the coordinator;
 //  4. brings back each file the coordinator fetches (CopyFrom into a
 //     temporary file, read and removed);
 //  5. once Serve returns, closes the worker's stdin and gives it
@@ -88,7 +89,11 @@ func (r *machineRunner) RunShard(ctx context.Context, s Shard) (rep ShardReport,
 	stdinR, stdinW := io.Pipe()
 	stdoutR, stdoutW := io.Pipe()
 	stderr := &prefixWriter{logger: r.logger, shard: i}
-	argv := append(append([]string(nil), m.MST()...), "collect", "--bundle", bundleDir, "--results", resultsDir)
+	command := "collect"
+	if s.Work == "grade" {
+		command = "grade-shard"
+	}
+	argv := append(append([]string(nil), m.MST()...), command, "--bundle", bundleDir, "--results", resultsDir)
 	if r.heartbeat > 0 {
 		argv = append(argv, "--heartbeat", r.heartbeat.String())
 	}

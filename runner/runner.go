@@ -12,6 +12,9 @@
 // connect the protocol, copy transcripts back, remove the machine per
 // keep). A runner that cannot use it implements RunShard itself, as Local
 // does: it runs the worker inside the mst process, over two pipes.
+//
+// A shard either collects (runs trials) or grades (runs judges over stored
+// transcripts, `mst grade-shard`): Shard.Work says which.
 package runner
 
 import (
@@ -157,6 +160,10 @@ type Shard struct {
 	// 2 and up), so the machines of a kept earlier attempt keep their
 	// names.
 	Attempt int
+	// Work is what the shard does: "" or "collect" runs trials (the
+	// worker is `mst collect`), "grade" grades stored transcripts (`mst
+	// grade-shard`). The bundle says the same.
+	Work string
 	// BundleDir is a local folder holding the worker's bundle (files the
 	// runner does not read). A machine runner copies it to WORK/bundle on
 	// the machine.

@@ -2,26 +2,38 @@ package shard
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/mst-eval/mst/dataset"
 	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/internal/atomicfile"
 	"github.com/mst-eval/mst/servers"
+	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
 )
 
 // BundleFormat is the version of the bundle this MST writes and reads. A
 // worker runs the coordinator's own MST (hello refuses any other), so a
 // bundle of another format is refused as such.
-const BundleFormat = 2
+const BundleFormat = 3
 
 // bundleFile is the bundle's file in a bundle folder.
 const bundleFile = "bundle.json"
+
+// Work kinds: what a shard does (Bundle.Work).
+const (
+	// WorkCollect runs trials (mst collect): the default.
+	WorkCollect = "collect"
+	// WorkGrade grades stored transcripts (mst grade-shard).
+	WorkGrade = "grade"
+)
 
 // Bundle is everything a worker needs to run one shard, resolved by the
 // coordinator's plan: the worker never loads a dataset or a config, and
@@ -30,6 +42,12 @@ type Bundle struct {
 	Format int            `json:"format"`
 	Run    transcript.Run `json:"run"`
 	Shard  int            `json:"shard"`
+	// Work says what the shard does: WorkCollect ("" too) or WorkGrade.
+	// A collect bundle holds Settings, Cases and Trials; a grade bundle
+	// holds Grade, and its folder holds the transcripts to grade.
+	Work string `json:"work,omitempty"`
+	// Grade is a grade shard's work.
+	Grade *GradeWork `json:"grade,omitempty"`
 	// Settings are the fixed settings the shard's trials run with: one per
 	// variant, and one more per case that overrides the model or options.
 	Settings []Setting `json:"settings"`
@@ -40,6 +58,11 @@ type Bundle struct {
 	Trials []Planned `json:"trials"`
 	// Concurrency is how many trials the worker runs at once.
 	Concurrency int `json:"concurrency"`
+	// Store, when set, is the URL of the run in a result store that is not
+	// a folder of the coordinator's (gs://…, s3://…): the worker writes
+	// each transcript there itself, with the credentials of its machine,
+	// and its trial messages name where. The URL holds no credential.
+	Store string `json:"store,omitempty"`
 }
 
 // Setting is one fixed setting of a client, resolved: trials of one setting
@@ -70,6 +93,38 @@ type Setting struct {
 	GraderRefs []grade.PlacedRef `json:"graderRefs,omitempty"`
 }
 
+// GradeWork is what a grade shard grades: the trials, each with its
+// transcript in the bundle folder (GradeTranscript), and the graders of
+// their cases, as the run stored them. A grade worker loads no dataset.
+type GradeWork struct {
+	// Set names the grade set the grades go into, for logs only.
+	Set string `json:"set,omitempty"`
+	// Graders are the eval-level graders every case's trials get, first.
+	Graders []json.RawMessage `json:"graders,omitempty"`
+	// Cases give each case's own graders (its expect list), after Graders.
+	Cases []GradeCase `json:"cases"`
+	// Trials are the trials to grade, in order.
+	Trials []transcript.Key `json:"trials"`
+	// Concurrency is how many trials the worker grades at once.
+	Concurrency int `json:"concurrency,omitempty"`
+}
+
+// GradeCase is one case's own graders.
+type GradeCase struct {
+	ID     string            `json:"id"`
+	Expect []json.RawMessage `json:"expect,omitempty"`
+}
+
+// GradeTranscript is where, in a grade bundle's folder, the transcript of
+// trial k is: transcripts/ and the store's name for it.
+func GradeTranscript(k transcript.Key) string { return store.TranscriptPath(k) }
+
+// GradePath is where, in a grade worker's results, the grade of trial k
+// is: grades/ and then the trial's transcript path without transcripts/.
+func GradePath(k transcript.Key) string {
+	return "grades/" + strings.TrimPrefix(store.TranscriptPath(k), "transcripts/")
+}
+
 // Planned is one trial of a bundle.
 type Planned struct {
 	transcript.Key
@@ -80,8 +135,12 @@ type Planned struct {
 	Replace bool `json:"replace,omitempty"`
 }
 
-// Keys returns the bundle's trial keys, in order.
+// Keys returns the bundle's trial keys, in order: the trials it runs, or
+// those it grades.
 func (b *Bundle) Keys() []transcript.Key {
+	if b.Grade != nil {
+		return slices.Clone(b.Grade.Trials)
+	}
 	out := make([]transcript.Key, len(b.Trials))
 	for i, t := range b.Trials {
 		out[i] = t.Key
@@ -120,8 +179,31 @@ func ReadBundle(dir string) (*Bundle, error) {
 	return &b, nil
 }
 
-// check makes sure every trial names a setting and a case of the bundle.
+// check makes sure every trial names a setting and a case of the bundle,
+// and that a grade bundle holds grade work only.
 func (b *Bundle) check() error {
+	switch b.Work {
+	case "", WorkCollect:
+		if b.Grade != nil {
+			return errors.New("a collect bundle holds grade work")
+		}
+	case WorkGrade:
+		if b.Grade == nil || len(b.Trials) > 0 {
+			return errors.New("a grade bundle must hold grade work and no trials to run")
+		}
+		known := make(map[string]bool, len(b.Grade.Cases))
+		for _, c := range b.Grade.Cases {
+			known[c.ID] = true
+		}
+		for _, k := range b.Grade.Trials {
+			if !known[k.Case] {
+				return fmt.Errorf("trial %s to grade names a case the bundle does not hold", k)
+			}
+		}
+		return nil
+	default:
+		return fmt.Errorf("the bundle's work is %q; this MST knows %q and %q", b.Work, WorkCollect, WorkGrade)
+	}
 	cases := make(map[string]bool, len(b.Cases))
 	for _, c := range b.Cases {
 		cases[c.ID] = true

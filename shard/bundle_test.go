@@ -2,6 +2,7 @@ package shard_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,11 +81,24 @@ func TestReadBundleRefuses(t *testing.T) {
 		want []string
 	}{
 		{"older format", func(b map[string]any, _ []any) { b["format"] = shard.BundleFormat - 1 },
-			[]string{"format 1", "reads format 2", "the coordinator's MST"}},
+			[]string{fmt.Sprintf("format %d", shard.BundleFormat-1), fmt.Sprintf("reads format %d", shard.BundleFormat), "the coordinator's MST"}},
 		{"newer format", func(b map[string]any, _ []any) { b["format"] = shard.BundleFormat + 1 },
-			[]string{"format 3", "reads format 2"}},
+			[]string{fmt.Sprintf("format %d", shard.BundleFormat+1), fmt.Sprintf("reads format %d", shard.BundleFormat)}},
 		{"no format", func(b map[string]any, _ []any) { delete(b, "format") },
 			[]string{"format 0"}},
+		{"unknown work", func(b map[string]any, _ []any) { b["work"] = "judge" },
+			[]string{`work is "judge"`, `"collect"`, `"grade"`}},
+		{"grade work in a collect bundle", func(b map[string]any, _ []any) { b["grade"] = map[string]any{"cases": []any{}} },
+			[]string{"a collect bundle holds grade work"}},
+		{"trials to run in a grade bundle", func(b map[string]any, _ []any) {
+			b["work"] = "grade"
+			b["grade"] = map[string]any{"cases": []any{}, "trials": []any{}}
+		}, []string{"no trials to run"}},
+		{"a trial to grade of an unknown case", func(b map[string]any, _ []any) {
+			b["work"] = "grade"
+			delete(b, "trials")
+			b["grade"] = map[string]any{"cases": []any{map[string]any{"id": "a"}}, "trials": []any{map[string]any{"case": "zz", "variant": "v", "trial": 1}}}
+		}, []string{"names a case the bundle does not hold"}},
 		{"missing setting", func(_ map[string]any, trials []any) { trials[3].(map[string]any)["setting"] = 3 },
 			[]string{"trial slow/a#2", "setting 3 of 3"}},
 		{"negative setting", func(_ map[string]any, trials []any) { trials[0].(map[string]any)["setting"] = -1 },

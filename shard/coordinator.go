@@ -32,6 +32,14 @@ type Events interface {
 	Trial(shard int, m *Trial, data []byte)
 }
 
+// GradeEvents receive what grade shards report. Graded is called from the
+// goroutine serving each shard, so several at once; data is the grade's
+// bytes as fetched back from the worker's machine (grade.TrialGrade as
+// JSON), which the receiver must check like any input from a worker.
+type GradeEvents interface {
+	Graded(shard int, m *Graded, data []byte)
+}
+
 // Gate decides whether a trial a worker asks room for runs at all. Admit
 // returns "" to let it run, or the reason it is skipped. It is called from
 // the goroutines serving shards, several at once, as acquires arrive.
@@ -46,7 +54,9 @@ type Coordinator struct {
 	MSTVersion string
 	Limits     *Limiter
 	Events     Events
-	Logger     *slog.Logger
+	// Grades receives the grades of grade shards (Bundle.Work grade).
+	Grades GradeEvents
+	Logger *slog.Logger
 	// Silence is how long a worker may send nothing before it is lost (60s
 	// when zero).
 	Silence time.Duration
@@ -128,11 +138,14 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 		}
 	}
 	var planned map[transcript.Key]bool
+	grading := false // a grade shard: it reports graded, never trial
 	if bundle != nil {
-		planned = make(map[transcript.Key]bool, len(bundle.Trials))
-		for _, t := range bundle.Trials {
-			planned[t.Key] = true
+		keys := bundle.Keys()
+		planned = make(map[transcript.Key]bool, len(keys))
+		for _, k := range keys {
+			planned[k] = true
 		}
+		grading = bundle.Work == WorkGrade
 	}
 	// What the worker asked for and reported, to refuse reports that were
 	// never granted, come twice or name a trial of another shard. acquired
@@ -363,7 +376,11 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 				heldMu.Lock()
 				wasGranted := granted[m.Acquire]
 				heldMu.Unlock()
-				if why := refuseTrial(m, acquired, wasGranted, reported, planned, shard); why != "" {
+				why := refuseTrial(m, acquired, wasGranted, reported, planned, shard)
+				if grading {
+					why = fmt.Sprintf("shard %d grades; it runs no trial", shard)
+				}
+				if why != "" {
 					// Nothing is fetched or stored: the trial stays
 					// missing, and a resume runs it again.
 					logger.Warn("refused a trial report: "+why, "shard", shard, "trial", clip(m.Key.String()), "acquire", m.Acquire)
@@ -376,7 +393,7 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 					logger.Warn("the worker could not store a trial's transcript; it stays missing", "shard", shard, "trial", m.Key.String())
 					continue
 				}
-				if !safePath(m.Path) {
+				if !safePath(m.Path, "transcripts/") {
 					// A path that may leave the worker's results (.., /, a
 					// drive, a backslash) is never fetched: the worker is
 					// not trusted with the coordinator's reach into its
@@ -396,6 +413,46 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 					c.Events.Trial(shard, m, data)
 				}
 				// Copying may take a while; the worker was not silent meanwhile.
+				timer.Reset(silence)
+			case *Graded:
+				heldMu.Lock()
+				wasGranted := granted[m.Acquire]
+				heldMu.Unlock()
+				why := refuseTrial(&Trial{Acquire: m.Acquire, Key: m.Key}, acquired, wasGranted, reported, planned, shard)
+				if bundle != nil && !grading {
+					why = fmt.Sprintf("shard %d runs trials; it grades none", shard)
+				}
+				if why != "" {
+					// Nothing is fetched or stored: the trial stays
+					// ungraded, and mst grade --resume grades it.
+					logger.Warn("refused a grade report: "+why, "shard", shard, "trial", clip(m.Key.String()), "acquire", m.Acquire)
+					continue
+				}
+				delete(acquired, m.Acquire)
+				reported[m.Key] = true
+				release(m.Acquire)
+				if m.Path == "" {
+					logger.Warn("the worker could not grade a trial; it stays ungraded", "shard", shard, "trial", m.Key.String())
+					continue
+				}
+				if m.Path != GradePath(m.Key) || !safePath(m.Path, "grades/") {
+					// Only the one name a grade of this trial has is
+					// fetched: the worker is not trusted with the
+					// coordinator's reach into its machine.
+					logger.Warn("the worker named a grade file that is not its trial's; the trial stays ungraded", "shard", shard, "trial", m.Key.String(), "path", clip(m.Path))
+					continue
+				}
+				var data []byte
+				if fetch != nil {
+					var ok bool
+					if data, ok = c.fetch(ctx, fetch, m.Path, logger, shard, m.Key.String()); !ok {
+						timer.Reset(silence)
+						continue
+					}
+				}
+				if c.Grades != nil {
+					c.Grades.Graded(shard, m, data)
+				}
 				timer.Reset(silence)
 			case *NeedTokens:
 				// A token source may take a while (a refresh over the
@@ -491,13 +548,13 @@ func refuseTrial(m *Trial, acquired map[int64]transcript.Key, wasGranted bool, r
 	return ""
 }
 
-// safePath reports whether a transcript path from a trial message is one
-// the coordinator may fetch: a clean relative path under transcripts/ of
-// the worker's results, as the worker's store names it (names
-// path-escaped, so printable ASCII without a backslash), each element a
-// valid file name.
-func safePath(p string) bool {
-	if !fs.ValidPath(p) || !strings.HasPrefix(p, "transcripts/") || !strings.HasSuffix(p, ".json") || len(p) > 4096 {
+// safePath reports whether a path from a trial or graded message is one
+// the coordinator may fetch: a clean relative path under dir (transcripts/
+// or grades/) of the worker's results, as the worker's store names it
+// (names path-escaped, so printable ASCII without a backslash), each
+// element a valid file name.
+func safePath(p, dir string) bool {
+	if !fs.ValidPath(p) || !strings.HasPrefix(p, dir) || !strings.HasSuffix(p, ".json") || len(p) > 4096 {
 		return false
 	}
 	for i := 0; i < len(p); i++ {
@@ -540,7 +597,11 @@ func (c *Coordinator) fetch(ctx context.Context, fetch Fetch, path string, logge
 		data, err = try()
 	}
 	if err != nil {
-		logger.Warn("copying a transcript back failed twice; the trial stays missing", "shard", shard, "trial", trial, "err", err)
+		msg := "copying a transcript back failed twice; the trial stays missing"
+		if strings.HasPrefix(path, "grades/") {
+			msg = "copying a grade back failed twice; the trial stays ungraded"
+		}
+		logger.Warn(msg, "shard", shard, "trial", trial, "err", err)
 		return nil, false
 	}
 	return data, true

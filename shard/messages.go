@@ -14,8 +14,9 @@ import (
 const Protocol = "mst.shard/v1"
 
 // Message types. Worker to coordinator: hello, acquire, acquire-call,
-// release-call, need-tokens, trial, heartbeat, done. Coordinator to worker:
-// granted, call-granted, tokens, cancel.
+// release-call, need-tokens, trial (collect shards), graded (grade shards),
+// heartbeat, done. Coordinator to worker: granted, call-granted, tokens,
+// cancel.
 const (
 	TypeHello       = "hello"
 	TypeAcquire     = "acquire"
@@ -23,6 +24,7 @@ const (
 	TypeReleaseCall = "release-call"
 	TypeNeedTokens  = "need-tokens"
 	TypeTrial       = "trial"
+	TypeGraded      = "graded"
 	TypeHeartbeat   = "heartbeat"
 	TypeDone        = "done"
 	TypeGranted     = "granted"
@@ -106,6 +108,22 @@ type Trial struct {
 	// its store names it (under transcripts/, names path-escaped). The
 	// coordinator fetches no other shape of path.
 	Path       string  `json:"path"`
+	DurationMs float64 `json:"durationMs"`
+}
+
+// Graded reports that a grade shard graded one trial and wrote its grade.
+// It gives back the room its Acquire took (the room of the judges'
+// providers, under limits.providers).
+type Graded struct {
+	// Acquire is the ID of the granted Acquire the trial was graded under.
+	Acquire int64          `json:"acquire,omitempty"`
+	Key     transcript.Key `json:"key"`
+	// Path is the grade's path relative to the worker's results: grades/
+	// and then the trial's transcript path (GradePath). It is "" when the
+	// worker could not grade the trial (the run was cancelled mid-way, or
+	// the grade could not be written): the trial stays ungraded, and
+	// mst grade --resume grades it.
+	Path       string  `json:"path,omitempty"`
 	DurationMs float64 `json:"durationMs"`
 }
 
@@ -221,6 +239,8 @@ func messageType(m any) string {
 		return TypeNeedTokens
 	case *Trial:
 		return TypeTrial
+	case *Graded:
+		return TypeGraded
 	case *Heartbeat:
 		return TypeHeartbeat
 	case *Done:
@@ -252,6 +272,8 @@ func newMessage(typ string) any {
 		return new(NeedTokens)
 	case TypeTrial:
 		return new(Trial)
+	case TypeGraded:
+		return new(Graded)
 	case TypeHeartbeat:
 		return new(Heartbeat)
 	case TypeDone:

@@ -34,6 +34,10 @@ type Worker struct {
 	// (secrets.NewRedactor(Secrets)), so values the worker receives later
 	// are redacted too.
 	Results store.Run
+	// ResultsError, when set, says why the store the bundle names
+	// (Bundle.Store) could not be opened on this machine: the readiness
+	// check fails with it, before any server starts.
+	ResultsError error
 	// Heartbeat is how often the worker sends a heartbeat (HeartbeatEvery
 	// when zero).
 	Heartbeat time.Duration
@@ -72,6 +76,9 @@ const AbandonGrace = 30 * time.Second
 func (w *Worker) Run(ctx context.Context, b *Bundle, in io.Reader, out io.Writer) error {
 	if err := b.check(); err != nil {
 		return fmt.Errorf("the bundle: %w", err)
+	}
+	if b.Work == WorkGrade {
+		return errors.New("the bundle grades transcripts; mst collect runs trials only: a runner starts mst grade-shard for it")
 	}
 	enc := NewEncoder(out)
 	ctx, cancel := context.WithCancel(ctx)
@@ -287,6 +294,17 @@ func (r *workerRun) heartbeat(ctx context.Context) {
 // that declares no servers (its client brings its own) is not checked
 // against its graders.
 func (r *workerRun) ready(ctx context.Context) error {
+	// A worker that writes into the run's bucket itself checks first that
+	// its machine's identity may: before any server starts or any prompt
+	// is sent, so a refused identity costs no trial.
+	if err := r.w.ResultsError; err != nil {
+		return fmt.Errorf("this worker cannot open the run's store, so no trial ran: %w", err)
+	}
+	if wc, ok := r.results.(store.WriteChecker); ok && r.b.Store != "" {
+		if err := wc.CheckWrite(ctx); err != nil {
+			return fmt.Errorf("this worker cannot write transcripts into the run's store, so no trial ran: %w", err)
+		}
+	}
 	var (
 		list     []servers.Server
 		of       []string // the variant of each server of list
@@ -367,19 +385,26 @@ func (r *workerRun) caseByID(id string) *dataset.Case {
 // acquire asks the coordinator for room and waits for it. skip is set
 // when the coordinator answered that the trial must not run, and why.
 func (r *workerRun) acquire(ctx context.Context, key transcript.Key, set *Setting) (id int64, skip string, err error) {
+	var providers, servers []string
+	if set.Provider != "" {
+		providers = []string{set.Provider}
+	}
+	for _, s := range set.Servers {
+		servers = append(servers, s.Name)
+	}
+	return r.acquireRoom(ctx, key, providers, servers)
+}
+
+// acquireRoom sends an acquire for key, naming the providers and servers it
+// takes room of, and waits for its granted.
+func (r *workerRun) acquireRoom(ctx context.Context, key transcript.Key, providers, servers []string) (id int64, skip string, err error) {
 	r.mu.Lock()
 	r.nextID++
 	id = r.nextID
 	ch := make(chan struct{})
 	r.grants[id] = ch
 	r.mu.Unlock()
-	a := &Acquire{ID: id, Key: key}
-	if set.Provider != "" {
-		a.Providers = []string{set.Provider}
-	}
-	for _, s := range set.Servers {
-		a.Servers = append(a.Servers, s.Name)
-	}
+	a := &Acquire{ID: id, Key: key, Providers: providers, Servers: servers}
 	if err := r.enc.Write(a); err != nil {
 		return id, "", err
 	}

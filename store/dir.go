@@ -420,10 +420,14 @@ func (r *DirRun) locate(k transcript.Key) string {
 	return rel
 }
 
-// walk calls fn with the key and path of every transcript file.
+// walk calls fn with the key and path of every transcript file, once per
+// key: a key met at two places (the current layout's and an older
+// version's) is given at the first place the walk meets it. No set of the
+// keys met is kept, so a walk's memory does not grow with the run; the
+// other place of a key is looked at only when its name differs between the
+// two layouts (see metBefore).
 func (r *DirRun) walk(ctx context.Context, fn func(k transcript.Key, path string) error) error {
 	root := r.path(transcriptsDir)
-	seen := map[transcript.Key]bool{}
 	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) && path == root {
@@ -441,27 +445,88 @@ func (r *DirRun) walk(ctx context.Context, fn func(k transcript.Key, path string
 		if err != nil {
 			return err
 		}
-		if !looksWhole(path) {
-			return nil // cut short: the trial has no transcript
+		k, ok := fileKey(path, filepath.ToSlash(rel))
+		if !ok || r.metBefore(k, path, filepath.ToSlash(rel)) {
+			return nil // not a transcript (cut short, or someone else's file), or a key met already
 		}
-		k, ok, cut := keyOf(rel)
-		if !ok && cut {
-			// A name cut to fit: the file says whose it is. (It may be
-			// an older version's name that looks like one.)
-			at := transcriptsDir + "/" + filepath.ToSlash(rel)
-			if fk, err := readKey(path); err == nil && (at == transcriptPath(fk) || at == legacyPath(fk)) {
-				k, ok = fk, true
-			}
-		}
-		if !ok {
-			k, ok = legacyKeyOf(rel)
-		}
-		if !ok || seen[k] {
-			return nil // not a transcript's name (someone else's file), or a key met already
-		}
-		seen[k] = true
 		return fn(k, path)
 	})
+}
+
+// fileKey is the key of the transcript file at path (rel: its
+// slash-separated path under the transcripts folder), as walk reads it:
+// from its name, or from the file where its name was cut to fit. ok is
+// false for a file cut short, or one whose name is not a transcript's.
+func fileKey(path, rel string) (k transcript.Key, ok bool) {
+	if !looksWhole(path) {
+		return transcript.Key{}, false // cut short: the trial has no transcript
+	}
+	k, ok, cut := keyOf(rel)
+	if !ok && cut {
+		// A name cut to fit: the file says whose it is. (It may be
+		// an older version's name that looks like one.)
+		at := transcriptsDir + "/" + rel
+		if fk, err := readKey(path); err == nil && (at == transcriptPath(fk) || at == legacyPath(fk)) {
+			k, ok = fk, true
+		}
+	}
+	if !ok {
+		k, ok = legacyKeyOf(rel)
+	}
+	return k, ok
+}
+
+// metBefore says whether walk, which found the transcript of k at path
+// (rel under the transcripts folder), met k before, at its other place: a
+// key has at most two, its names in the current layout and in an older
+// version's, and these are the same for an id of plain characters.
+func (r *DirRun) metBefore(k transcript.Key, path, rel string) bool {
+	if plain(k.Variant, "") && plain(k.Case, trialSuffix(k.Trial)) {
+		return false // both layouts name it alike: it has one place
+	}
+	at := transcriptsDir + "/" + rel
+	other := transcriptPath(k)
+	if other == at {
+		other = legacyPath(k)
+	}
+	if other == at {
+		return false
+	}
+	other = strings.TrimPrefix(other, transcriptsDir+"/")
+	if !walksBefore(other, rel) {
+		return false
+	}
+	op := r.path(transcriptsDir + "/" + other)
+	ok, ost := statSame(op, path)
+	if !ok || ost {
+		return false // not there, or the same file under a name that folds to it
+	}
+	fk, found := fileKey(op, other)
+	return found && fk == k
+}
+
+// statSame says whether a file is at a, and whether it is the file at b.
+func statSame(a, b string) (exists, same bool) {
+	as, err := os.Stat(a)
+	if err != nil {
+		return false, false
+	}
+	bs, err := os.Stat(b)
+	return true, err == nil && os.SameFile(as, bs)
+}
+
+// walksBefore says whether filepath.WalkDir, which visits each folder's
+// entries by name, meets the file at slash-separated path a before the one
+// at b.
+func walksBefore(a, b string) bool {
+	for {
+		ha, ta, moreA := strings.Cut(a, "/")
+		hb, tb, moreB := strings.Cut(b, "/")
+		if ha != hb || !moreA || !moreB {
+			return ha < hb
+		}
+		a, b = ta, tb
+	}
 }
 
 // Keys lists the transcripts' keys from their file names, reading the key
@@ -474,6 +539,23 @@ func (r *DirRun) Keys(ctx context.Context) ([]transcript.Key, error) {
 	})
 	return keys, err
 }
+
+// KeyWalker is what a Run offers that can give its transcripts' keys one
+// at a time: the keys Keys lists, in the same order, without a list of
+// them, so a caller that keeps less than a key per trial (a table of its
+// own plan) keeps memory flat. Dir's runs implement it.
+type KeyWalker interface {
+	// EachKey calls fn with the key of every stored transcript; an error
+	// from fn stops it.
+	EachKey(ctx context.Context, fn func(transcript.Key) error) error
+}
+
+// EachKey calls fn with every key Keys lists, as the walk meets them.
+func (r *DirRun) EachKey(ctx context.Context, fn func(transcript.Key) error) error {
+	return r.walk(ctx, func(k transcript.Key, _ string) error { return fn(k) })
+}
+
+var _ KeyWalker = (*DirRun)(nil)
 
 // Transcripts reads every transcript, one at a time.
 func (r *DirRun) Transcripts(ctx context.Context, fn func(*transcript.Transcript) error) error {
@@ -607,8 +689,18 @@ func (r *DirRun) grades(ctx context.Context, name, oldName string, fn func(grade
 		}
 		return nil
 	}
+	// The map's keys share one copy of each case id and variant name,
+	// not one per line.
+	names := map[string]string{}
+	intern := func(s string) string {
+		if v, ok := names[s]; ok {
+			return v
+		}
+		names[s] = s
+		return s
+	}
 	if err := pass(func(n int, g grade.TrialGrade) error {
-		latest[g.Key] = n
+		latest[transcript.Key{Case: intern(g.Case), Variant: intern(g.Variant), Trial: g.Key.Trial}] = n
 		return nil
 	}); err != nil {
 		return err

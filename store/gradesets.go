@@ -44,6 +44,18 @@ type Grades interface {
 	Grades(ctx context.Context, fn func(grade.TrialGrade) error) error
 }
 
+// GradeHistory is what a grade log offers that can give every grade it
+// holds, oldest first, without first finding each key's latest the way
+// Grades does (which takes memory for every key). A later grade of a key
+// replaces an earlier one, so a caller that keeps the last grade it is
+// given of each key, in a table of its own (its plan's trials, say), ends
+// with what Grades gives. Dir's grade logs implement it.
+type GradeHistory interface {
+	// GradeHistory calls fn for every readable grade of the log, in the
+	// order they were appended; an error from fn stops it.
+	GradeHistory(ctx context.Context, fn func(grade.TrialGrade) error) error
+}
+
 // GradeSets is what a Run offers for its grade sets. Dir's runs implement
 // it; a store that does not has only set 1 (its Run's own grades).
 type GradeSets interface {
@@ -194,4 +206,63 @@ func (g *dirGradeSet) Grades(ctx context.Context, fn func(grade.TrialGrade) erro
 	return g.r.grades(ctx, g.name, "", fn)
 }
 
-var _ GradeSets = (*DirRun)(nil)
+func (g *dirGradeSet) GradeHistory(ctx context.Context, fn func(grade.TrialGrade) error) error {
+	return g.r.history(ctx, g.name, "", fn)
+}
+
+// GradeHistory gives the grades of set 1: those of grades.json (the form
+// of older runs), then every line of grades.jsonl.
+func (r *DirRun) GradeHistory(ctx context.Context, fn func(grade.TrialGrade) error) error {
+	return r.history(ctx, gradesFile, oldGradesFile, fn)
+}
+
+// history calls fn for the grades of the older whole-file form oldName
+// (when not ""), then for every grade of the grades file name, in order:
+// one pass, holding one grade at a time. A line that does not parse (a
+// torn last line after a crash) is skipped, as Grades skips it.
+func (r *DirRun) history(ctx context.Context, name, oldName string, fn func(grade.TrialGrade) error) error {
+	if oldName != "" {
+		var old struct {
+			Trials []grade.TrialGrade `json:"trials"`
+		}
+		if err := r.readJSON(oldName, &old); err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		for _, g := range old.Trials {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := fn(g); err != nil {
+				return err
+			}
+		}
+	}
+	f, err := os.Open(r.path(name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	err = eachLine(f, func(line []byte, last bool) error {
+		var g grade.TrialGrade
+		if json.Unmarshal(line, &g) != nil || g.Case == "" {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fn(g)
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", f.Name(), err)
+	}
+	return nil
+}
+
+var (
+	_ GradeSets    = (*DirRun)(nil)
+	_ GradeHistory = (*DirRun)(nil)
+	_ GradeHistory = (*dirGradeSet)(nil)
+)

@@ -79,6 +79,19 @@ type Store interface {
 	Location() string
 }
 
+// WriteChecker is a Run that can check, before any trial, that this
+// machine's identity may write transcripts to it: a bucket's permissions,
+// which a worker on another machine checks for its own credentials.
+type WriteChecker interface {
+	CheckWrite(ctx context.Context) error
+}
+
+// Remote is a Run kept outside the coordinator's folders (a bucket), so
+// the workers of machine runners write its transcripts there themselves.
+type Remote interface {
+	Remote() bool
+}
+
 // Run is one stored run. Its methods may be called from several goroutines
 // at once.
 type Run interface {

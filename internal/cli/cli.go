@@ -193,6 +193,7 @@ Start with the quickstart, which runs offline with no keys:
 		newShowCmd(stdio),
 		newViewCmd(stdio),
 		newCollectCmd(stdio),
+		newGradeShardCmd(stdio),
 		newMCPStdioCmd(stdio),
 		newVersionCmd(stdio),
 		newClientsCmd(stdio),

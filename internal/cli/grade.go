@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"slices"
 
 	"github.com/goccy/go-yaml"
 	"github.com/spf13/cobra"
@@ -17,6 +19,7 @@ import (
 	"github.com/mst-eval/mst/internal/builtin"
 	"github.com/mst-eval/mst/provider"
 	"github.com/mst-eval/mst/run"
+	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/store"
@@ -25,6 +28,10 @@ import (
 type gradeFlags struct {
 	config, graders, secretsFile, results, resume string
 	json, verbose                                 bool
+	// runner and runnerOptions are --runner and --runner-option: grade
+	// on that runner's machines.
+	runner        string
+	runnerOptions []string
 }
 
 func newGradeCmd(stdio Stdio) *cobra.Command {
@@ -45,9 +52,16 @@ wait for room under the eval's limits.providers. A judge that fails gives an
 errored grade, never a failed one. Ctrl-C keeps the grades made so far;
 --resume N finishes set N.
 
+With --runner NAME the grading runs as shards on that runner's machines
+(--runner-option shards=N and the runner's own options, as for mst run): each
+machine gets the transcripts of its cases and the judges' keys, and nothing
+else; the grades come back here and are stored as they arrive. A shard that
+is lost loses only the grades in flight: --resume N finishes the set.
+
 ` + exitCodesHelp(),
 		Example: `  mst grade mst-results/quickstart-20261130-101500-a1b2c3
   mst grade quickstart-20261130-101500-a1b2c3 --graders judges.yaml --secrets-file ~/.config/mst/secrets.env
+  mst grade quickstart-20261130-101500-a1b2c3 --runner docker --runner-option shards=4
   mst report quickstart-20261130-101500-a1b2c3 --grades 1`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -60,6 +74,8 @@ errored grade, never a failed one. Ctrl-C keeps the grades made so far;
 	fl.StringVar(&f.secretsFile, "secrets-file", "", "file of KEY=value lines: the judges' keys, redacted from everything stored")
 	fl.StringVar(&f.results, "results", "", "folder that holds runs, to find RUN by id (default ./mst-results)")
 	fl.StringVar(&f.resume, "resume", "", "finish grade set `N` of the run (one an interrupted mst grade left partial) instead of making a new one")
+	fl.StringVar(&f.runner, "runner", "", "grade on this runner's machines (processes, docker, ssh, kubernetes) instead of here")
+	fl.StringArrayVar(&f.runnerOptions, "runner-option", nil, "with --runner: runner setting as key=value (repeat): shards=N, keep=never|failed|always, and the runner's own")
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log details on stderr")
 	return cmd
@@ -110,8 +126,39 @@ func gradeRun(ctx context.Context, stdio Stdio, ref string, f gradeFlags) (err e
 	} else {
 		specs = cfg.Graders
 	}
-	if f.resume == "" {
-		if err := judgeKeys(ctx, st, specs, providers, set, envMap(stdio.Env), f.secretsFile); err != nil {
+	// The keys of the judges that grade: the eval's (or --graders'), or,
+	// finishing a set, the set's own.
+	keySpecs := specs
+	if f.resume != "" {
+		keySpecs = nil
+		if sets, ok := st.(store.GradeSets); ok {
+			if list, err := sets.GradeSets(ctx); err == nil {
+				for _, gs := range list {
+					if gs.ID == f.resume {
+						keySpecs = gs.Graders
+					}
+				}
+			}
+		}
+	}
+	keyNames, err := judgeKeys(ctx, st, keySpecs, providers, set, envMap(stdio.Env), f.secretsFile)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	if f.runner == "" && len(f.runnerOptions) > 0 {
+		return withCode(ExitUsage, errors.New("--runner-option sets up the runner that --runner names: give --runner too, or leave the options out to grade here"))
+	}
+	var gradeOn *run.GradeOn
+	if f.runner != "" {
+		var limits eval.Limits
+		if cfg != nil {
+			limits = cfg.Limits
+		}
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		if gradeOn, err = newGradeOn(f.runner, "--runner", nil, run.RunnerChoice{}, f.runnerOptions, set, keyNames, limits, exe, newLogger(stderr, f.verbose)); err != nil {
 			return withCode(ExitUsage, err)
 		}
 	}
@@ -128,7 +175,7 @@ func gradeRun(ctx context.Context, stdio Stdio, ref string, f gradeFlags) (err e
 	progress := run.NewProgress(stderr, isTerminal(stdio.Err))
 	out, err := run.Regrade(ctx, st, run.RegradeOptions{
 		Graders: specs, GradersFile: gradersFile, Judges: judges, Resume: f.resume,
-		Progress: progress,
+		Progress: progress, On: gradeOn,
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -195,24 +242,26 @@ func readGradersFile(path string) ([]json.RawMessage, error) {
 
 // judgeKeys finds the keys the judges of specs (and of the run's cases)
 // read, adds those set only in MST's environment to set (so they are
-// redacted), and fails naming any a judge needs that is set nowhere.
-func judgeKeys(ctx context.Context, st store.Run, specs []json.RawMessage, providers *provider.Registry, set *secrets.Set, env map[string]string, secretsFile string) error {
+// redacted), and fails naming any a judge needs that is set nowhere. It
+// returns the names of the keys the judges read.
+func judgeKeys(ctx context.Context, st store.Run, specs []json.RawMessage, providers *provider.Registry, set *secrets.Set, env map[string]string, secretsFile string) ([]string, error) {
 	gs, err := grade.ParseAll(specs)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cases, err := st.ReadCases(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, c := range cases {
 		own, err := grade.ParseAll(c.Expect)
 		if err != nil {
-			return fmt.Errorf("case %q: expect%w", c.ID, err)
+			return nil, fmt.Errorf("case %q: expect%w", c.ID, err)
 		}
 		gs = append(gs, own...)
 	}
 	var errs []error
+	var names []string
 	for _, in := range grade.Judged(gs) {
 		name, required, err := in.KeyVar(providers)
 		if err != nil {
@@ -221,6 +270,9 @@ func judgeKeys(ctx context.Context, st store.Run, specs []json.RawMessage, provi
 		}
 		if name == "" {
 			continue
+		}
+		if !slices.Contains(names, name) {
+			names = append(names, name)
 		}
 		if _, ok := set.Get(name); ok {
 			continue
@@ -239,5 +291,31 @@ func judgeKeys(ctx context.Context, st store.Run, specs []json.RawMessage, provi
 			errs = append(errs, fmt.Errorf("%s reads its key from %s: %s", in.Grader, name, where))
 		}
 	}
-	return errors.Join(errs...)
+	return names, errors.Join(errs...)
+}
+
+// newGradeOn sets up grading on the runner name (flag names the flag that
+// named it, for errors): with the options of pairs, parsed for it, unless
+// it is the run's own runner rdef whose options chosen already holds. The
+// grade workers get only the secrets named in keyNames: the judges' keys.
+func newGradeOn(name, flag string, rdef *runner.Definition, chosen run.RunnerChoice, pairs []string, set *secrets.Set, keyNames []string, limits eval.Limits, exe string, logger *slog.Logger) (*run.GradeOn, error) {
+	gdef, err := builtin.Runners().Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	if err := run.CheckGradeRunner(gdef, flag); err != nil {
+		return nil, err
+	}
+	if gdef != rdef {
+		if chosen, err = run.ParseRunnerOptions(gdef, pairs, set); err != nil {
+			if rdef != nil {
+				err = fmt.Errorf("%s %s takes the --runner-option values given for --runner %s: %w", flag, name, rdef.Name, err)
+			}
+			return nil, err
+		}
+	}
+	return &run.GradeOn{
+		Runner: gdef, Chosen: chosen, Secrets: run.OnlyNames(set, keyNames), Limits: limits.Providers,
+		MST: []string{exe}, MSTVersion: Version, Logger: logger,
+	}, nil
 }

@@ -37,6 +37,8 @@ type runFlags struct {
 	retryErrored  bool
 	// noGrade is --no-grade: collect only.
 	noGrade bool
+	// gradeRunner is --grade-runner: grade on that runner once collected.
+	gradeRunner string
 	// maxErrored is --max-errored as given ("10%", "0.25", "3").
 	maxErrored string
 	// deadline is --deadline: how long the whole run may take (0: no limit).
@@ -108,6 +110,7 @@ stores and prints.
 	fl.StringArrayVar(&f.runnerOptions, "runner-option", nil, "runner setting as key=value (repeat): shards=N, keep=never|failed|always, and the runner's own")
 	fl.StringVar(&f.resume, "resume", "", "continue a stored run (its folder, its URL in a bucket, or its id in --results): run only its missing, cancelled and skipped trials into it, with the runner, runner options, shards and keep it was started with (--runner and --runner-option change them)")
 	fl.BoolVar(&f.noGrade, "no-grade", false, "collect the transcripts without grading them (judges need no key then); grade the run later with mst grade")
+	fl.StringVar(&f.gradeRunner, "grade-runner", "", "grade on this runner's machines once every trial is collected (with the same --runner-option values), instead of here as trials arrive: judges' keys then go to those machines only, never to a trial's")
 	fl.BoolVar(&f.retryErrored, "retry-errored", false, "with --resume, also run again the trials that errored")
 	fl.StringVar(&f.maxErrored, "max-errored", defaultMaxErrored, "exit 4 when a variant has more errored or skipped trials than this: a share (10%, 0.1) or a count (3); 100% never fails for errors")
 	f.gates.addPassRateFlag(fl)
@@ -209,6 +212,15 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 	if err != nil {
 		return err
 	}
+	var gradeOn *run.GradeOn
+	if f.gradeRunner != "" {
+		if f.noGrade {
+			return withCode(ExitUsage, errors.New("--grade-runner grades the run and --no-grade leaves it ungraded: give one of them"))
+		}
+		if gradeOn, err = newGradeOn(f.gradeRunner, "--grade-runner", rdef, chosen, pairs, set, plan.JudgeKeys(), plan.Config.Limits, exe, logger); err != nil {
+			return withCode(ExitUsage, err)
+		}
+	}
 	// The deadline ends the run as Ctrl-C would, without a person: the run
 	// context ends, trials in flight end cancelled, the rest stays missing.
 	deadlineCtx := ctx
@@ -227,7 +239,7 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 		Store: results, Clients: req.Clients,
 		Runner: rdef, Chosen: chosen, Secrets: set, Redact: redact,
 		Progress: run.NewProgressWidth(stderr, isTerminal(stdio.Err), func() int { return termWidth(stdio, stdio.Err) }), Logger: logger,
-		MSTVersion: Version, MST: []string{exe},
+		MSTVersion: Version, MST: []string{exe}, GradeOn: gradeOn,
 	})
 	// hint is the command that finishes the run (resumehint.go).
 	hint := func(extra ...string) string {
@@ -274,6 +286,9 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 	}
 	if out.Run.Note != "" && out.Run.Counts.Done() == 0 {
 		return errors.New(out.Run.Note)
+	}
+	if out.GradeError != nil {
+		return withCode(ExitPartial, fmt.Errorf("every trial was collected, but grading on the runner %s did not finish: %w", f.gradeRunner, out.GradeError))
 	}
 	if out.Run.Collect == transcript.CollectPartial {
 		c := out.Run.Counts

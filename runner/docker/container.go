@@ -20,6 +20,8 @@ type containerSpec struct {
 	run     string
 	shard   int
 	attempt int
+	// grade is set for a shard that grades: its container's name says so.
+	grade bool
 	// mounts are host paths bind-mounted read-only at the same path.
 	mounts []string
 }
@@ -27,11 +29,15 @@ type containerSpec struct {
 var notNameChar = regexp.MustCompile(`[^a-zA-Z0-9_.-]`)
 
 // containerName is mst-<run>-<shard>, with an attempt suffix on resumed
-// runs, and any character Docker refuses in a name replaced by '-'.
+// runs and -grade for a shard that grades, and any character Docker
+// refuses in a name replaced by '-'.
 func containerName(spec containerSpec) string {
 	name := fmt.Sprintf("mst-%s-%d", spec.run, spec.shard)
 	if spec.attempt > 1 {
 		name += "-a" + strconv.Itoa(spec.attempt)
+	}
+	if spec.grade {
+		name += "-grade"
 	}
 	return notNameChar.ReplaceAllString(name, "-")
 }

@@ -146,7 +146,7 @@ type dockerRunner struct {
 // RunShard runs one shard in a new container, named and labelled with the
 // shard's run and attempt.
 func (r *dockerRunner) RunShard(ctx context.Context, s runner.Shard) (runner.ShardReport, error) {
-	spec := containerSpec{run: s.Run, attempt: max(s.Attempt, 1)}
+	spec := containerSpec{run: s.Run, attempt: max(s.Attempt, 1), grade: s.Work == "grade"}
 	if r.set.mounts {
 		spec.mounts = bindMounts(s.HostPaths, r.set)
 	}

@@ -12,6 +12,8 @@ type podSpec struct {
 	run     string
 	shard   int
 	attempt int
+	// grade is set for a shard that grades: its pod's name says so.
+	grade bool
 	// suffix, when set, is added to the name because a kept pod of an
 	// earlier attempt holds it.
 	suffix string
@@ -19,14 +21,17 @@ type podSpec struct {
 
 var notNameChar = regexp.MustCompile(`[^a-z0-9-]+`)
 
-// podName is mst-<run>-<shard>, with -a<attempt> on resumed runs and the
-// suffix when there is one, lower-cased, with every run of characters a
+// podName is mst-<run>-<shard>, with -a<attempt> on resumed runs, -grade
+// for a shard that grades and the suffix when there is one, lower-cased, with every run of characters a
 // pod name cannot hold replaced by '-', and cut to 63 characters (a pod's
 // hostname is its name) keeping its end, which tells shards apart.
 func podName(spec podSpec) string {
 	tail := "-" + strconv.Itoa(spec.shard)
 	if spec.attempt > 1 {
 		tail += "-a" + strconv.Itoa(spec.attempt)
+	}
+	if spec.grade {
+		tail += "-grade"
 	}
 	if spec.suffix != "" {
 		tail += "-" + spec.suffix

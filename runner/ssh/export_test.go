@@ -9,7 +9,7 @@ import (
 // CreateMachine makes shard i's machine of run runID with a runner that
 // Definition made, so tests can check the machine on its own.
 func CreateMachine(ctx context.Context, r runner.Runner, runID string, i int) (runner.Machine, error) {
-	m, err := r.(*sshRunner).create(ctx, runID, 1, i)
+	m, err := r.(*sshRunner).create(ctx, runID, 1, i, false)
 	if err != nil {
 		return nil, err
 	}
@@ -19,7 +19,7 @@ func CreateMachine(ctx context.Context, r runner.Runner, runID string, i int) (r
 // CreateGcloudMachine makes shard i's VM of run runID with a runner that
 // GcloudDefinition made.
 func CreateGcloudMachine(ctx context.Context, r runner.Runner, runID string, i int) (runner.Machine, error) {
-	m, err := r.(*gcloudRunner).create(ctx, runID, 1, i)
+	m, err := r.(*gcloudRunner).create(ctx, runID, 1, i, false)
 	if err != nil {
 		return nil, err
 	}

@@ -195,10 +195,13 @@ func listArgs(o gcloudOptions, runID string) []string {
 // attempt K), in the lowercase letters, digits and hyphens Compute Engine
 // allows, at most 63 long; a run id too long to fit is cut and a hash of
 // it keeps names apart.
-func instanceName(runID string, shard, attempt int) string {
+func instanceName(runID string, shard, attempt int, grading bool) string {
 	suffix := "-s" + strconv.Itoa(shard)
 	if attempt > 1 {
 		suffix += "-a" + strconv.Itoa(attempt)
+	}
+	if grading {
+		suffix += "-g"
 	}
 	run := strings.Trim(nameChars.ReplaceAllString(strings.ToLower(runID), "-"), "-")
 	if room := 63 - len("mst-") - len(suffix); len(run) > room {
@@ -267,7 +270,7 @@ func newGcloudRunner(ctx context.Context, p runner.Params) (runner.Runner, error
 // RunShard runs one shard on a VM made for it.
 func (r *gcloudRunner) RunShard(ctx context.Context, s runner.Shard) (runner.ShardReport, error) {
 	create := func(ctx context.Context, i int) (runner.Machine, error) {
-		m, err := r.create(ctx, s.Run, max(s.Attempt, 1), i)
+		m, err := r.create(ctx, s.Run, max(s.Attempt, 1), i, s.Work == "grade")
 		if err != nil {
 			return nil, err
 		}
@@ -278,9 +281,9 @@ func (r *gcloudRunner) RunShard(ctx context.Context, s runner.Shard) (runner.Sha
 
 // create makes shard i's VM, waits until it takes SSH, installs mst on it
 // and makes the work folder. A VM that cannot be made ready is deleted.
-func (r *gcloudRunner) create(ctx context.Context, runID string, attempt, i int) (_ *machine, err error) {
+func (r *gcloudRunner) create(ctx context.Context, runID string, attempt, i int, grading bool) (_ *machine, err error) {
 	o := r.opts
-	name := instanceName(runID, i, attempt)
+	name := instanceName(runID, i, attempt, grading)
 	if _, err := gcloudOutput(ctx, o.Gcloud, createArgs(o, name, runID, i)); err != nil {
 		return nil, fmt.Errorf("creating the VM %s: %w", name, err)
 	}
@@ -308,7 +311,7 @@ func (r *gcloudRunner) create(ctx context.Context, runID string, attempt, i int)
 	if info.mst, err = ensureMST(ctx, rem, info, r.local, o.MST); err != nil {
 		return nil, err
 	}
-	dir := path.Join(hostPath(o.WorkDir, info.home), folderName(runID, i, attempt))
+	dir := path.Join(hostPath(o.WorkDir, info.home), folderName(runID, i, attempt, grading))
 	if _, err := output(ctx, rem, "mkdir -p "+quote(dir)); err != nil {
 		return nil, fmt.Errorf("making the work folder on %s: %w", name, err)
 	}

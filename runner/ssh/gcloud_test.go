@@ -112,12 +112,12 @@ func TestInstanceName(t *testing.T) {
 		{"My_Eval.v2-20261201-070000-abcdef", 1, 1, "mst-my-eval-v2-20261201-070000-abcdef-s1"},
 	}
 	for _, tt := range tests {
-		if got := instanceName(tt.run, tt.shard, tt.attempt); got != tt.want {
+		if got := instanceName(tt.run, tt.shard, tt.attempt, false); got != tt.want {
 			t.Errorf("instanceName(%q, %d, %d) = %s, want %s", tt.run, tt.shard, tt.attempt, got, tt.want)
 		}
 	}
-	long1 := instanceName(strings.Repeat("a-very-long-eval-name-", 4)+"20261201-070000-abcdef", 63, 9)
-	long2 := instanceName(strings.Repeat("a-very-long-eval-name-", 4)+"20261201-070000-abcdeg", 63, 9)
+	long1 := instanceName(strings.Repeat("a-very-long-eval-name-", 4)+"20261201-070000-abcdef", 63, 9, false)
+	long2 := instanceName(strings.Repeat("a-very-long-eval-name-", 4)+"20261201-070000-abcdeg", 63, 9, false)
 	for _, n := range []string{long1, long2} {
 		if len(n) > 63 || !nameOK.MatchString(n) {
 			t.Errorf("instanceName of a long run id = %s (%d long), want a valid name of at most 63", n, len(n))

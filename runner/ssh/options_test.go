@@ -127,11 +127,14 @@ func TestHostPath(t *testing.T) {
 
 func TestFolderAndMachineID(t *testing.T) {
 	t.Parallel()
-	if got, want := folderName("quickstart-20261201-070000-abcdef", 3, 1), "quickstart-20261201-070000-abcdef-shard-3"; got != want {
+	if got, want := folderName("quickstart-20261201-070000-abcdef", 3, 1, false), "quickstart-20261201-070000-abcdef-shard-3"; got != want {
 		t.Errorf("folderName(attempt 1) = %s, want %s", got, want)
 	}
-	if got, want := folderName("a/b c", 0, 2), "a_b_c-shard-0-attempt-2"; got != want {
+	if got, want := folderName("a/b c", 0, 2, false), "a_b_c-shard-0-attempt-2"; got != want {
 		t.Errorf("folderName(attempt 2) = %s, want %s", got, want)
+	}
+	if got, want := folderName("a/b c", 1, 2, true), "a_b_c-shard-1-attempt-2-grade"; got != want {
+		t.Errorf("folderName(attempt 2, grading) = %s, want %s", got, want)
 	}
 	for _, tg := range []target{{"root", "127.0.0.1", "2222"}, {"me", "::1", "22"}} {
 		id := machineID(tg, "/root/.cache/mst/work/r-shard-1")

@@ -110,7 +110,7 @@ func prepareHost(ctx context.Context, t target, creds *credentials, local *local
 func (r *sshRunner) RunShard(ctx context.Context, s runner.Shard) (runner.ShardReport, error) {
 	var made *machine
 	create := func(ctx context.Context, i int) (runner.Machine, error) {
-		m, err := r.create(ctx, s.Run, max(s.Attempt, 1), i)
+		m, err := r.create(ctx, s.Run, max(s.Attempt, 1), i, s.Work == "grade")
 		if err != nil {
 			return nil, err
 		}
@@ -126,11 +126,11 @@ func (r *sshRunner) RunShard(ctx context.Context, s runner.Shard) (runner.ShardR
 
 // create makes shard i's machine: a connection of its own to its host and
 // a fresh work folder there.
-func (r *sshRunner) create(ctx context.Context, runID string, attempt, i int) (*machine, error) {
+func (r *sshRunner) create(ctx context.Context, runID string, attempt, i int, grading bool) (*machine, error) {
 	t := r.opts.Hosts[i%len(r.opts.Hosts)]
 	info := r.hosts[t]
 	rem := newSSHRemote(t, r.creds)
-	dir := path.Join(hostPath(r.opts.WorkDir, info.home), folderName(runID, i, attempt))
+	dir := path.Join(hostPath(r.opts.WorkDir, info.home), folderName(runID, i, attempt, grading))
 	if _, err := output(ctx, rem, "mkdir -p "+quote(dir)); err != nil {
 		rem.close()
 		return nil, fmt.Errorf("making the work folder %s on %s: %w", dir, t, err)
@@ -149,11 +149,14 @@ func (r *sshRunner) Close() error {
 
 // folderName names a shard's work folder: RUN-shard-N, with -attempt-K
 // for the shards of a resumed run, so a kept folder of an earlier attempt
-// is never reused.
-func folderName(runID string, shard, attempt int) string {
+// is never reused, and -grade for a shard that grades.
+func folderName(runID string, shard, attempt int, grading bool) string {
 	name := unsafeChars.ReplaceAllString(runID, "_") + "-shard-" + strconv.Itoa(shard)
 	if attempt > 1 {
 		name += "-attempt-" + strconv.Itoa(attempt)
+	}
+	if grading {
+		name += "-grade"
 	}
 	return name
 }
