@@ -240,7 +240,10 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 			// readers show it interrupted once this process is gone.
 			return &Outcome{Store: st, Run: rec}, full
 		}
-		return nil, err
+		// The store stopped answering (a bucket out of reach): what was
+		// stored is kept, and the run is finished by a resume once the
+		// store is back.
+		return &Outcome{Store: st, Run: rec}, fmt.Errorf("reading the run back from its store: %w", err)
 	}
 	rec.Ended = now().UTC()
 	rec.Counts = g.counts
@@ -269,10 +272,7 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	}
 	rec.Note = strings.Join(notes, "; ")
 	if err := st.WriteRun(ctx, rec); err != nil {
-		if errors.Is(err, ErrStoreFull) {
-			return &Outcome{Store: st, Run: rec}, err
-		}
-		return nil, err
+		return &Outcome{Store: st, Run: rec}, err
 	}
 	in := p.reportInput(rec, g.trials)
 	in.NotGraded = p.NoGrade

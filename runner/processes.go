@@ -220,13 +220,14 @@ var workerKeeps = []string{
 }
 
 // workerEnv is the part of env (KEY=value pairs) a worker gets:
-// workerKeeps, the locale (LC_*) and MST's own variables (MST_*, test
-// hooks among them).
+// workerKeeps, the cloud chains' CloudChainVars (a worker may write into
+// the run's bucket), the locale (LC_*) and MST's own variables (MST_*,
+// test hooks among them).
 func workerEnv(env []string) []string {
 	var out []string
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
-		if slices.Contains(workerKeeps, k) || strings.HasPrefix(k, "LC_") || strings.HasPrefix(k, "MST_") {
+		if slices.Contains(workerKeeps, k) || slices.Contains(CloudChainVars, k) || strings.HasPrefix(k, "LC_") || strings.HasPrefix(k, "MST_") {
 			out = append(out, kv)
 		}
 	}

@@ -451,6 +451,15 @@ func (r *workerRun) trial(ctx context.Context, pt Planned) {
 		write = r.results.ReplaceTranscript
 	}
 	path, werr := write(context.WithoutCancel(ctx), t)
+	if errors.Is(werr, store.ErrExists) {
+		// Another writer (a second worker, an earlier attempt) stored this
+		// trial first: its transcript stands and this one is dropped, never
+		// written over it. The trial is reported without a path, as not
+		// stored by this worker; the run reads the stored one.
+		r.w.Logger.Warn("another writer stored this trial's transcript first; that one stands and this one is dropped", "key", key)
+		r.enc.Write(&Trial{Acquire: id, Key: key, Status: t.Outcome.Status, Cause: t.Outcome.Cause, DurationMs: t.Timing.DurationMs})
+		return
+	}
 	if werr != nil {
 		// The trial stays missing, but its room goes back.
 		r.w.Logger.Error("writing transcript", "key", key, "err", werr)

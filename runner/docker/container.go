@@ -133,7 +133,14 @@ func (c *container) Exec(ctx context.Context, argv []string, stdin io.Reader, st
 		return fmt.Errorf("exec in %s: no command", c.name)
 	}
 	marker := runner.NewMarker()
-	args := append([]string{"exec", "--interactive", "--env", runner.ExecMarkerEnv + "=" + marker, c.name}, argv...)
+	args := []string{"exec", "--interactive", "--env", runner.ExecMarkerEnv + "=" + marker}
+	// The cloud chains' variables set here reach the worker, which may
+	// write into the run's bucket: by name only, so the docker CLI passes
+	// each value on from its own environment and no argv holds one.
+	for _, name := range runner.SetCloudChainVars() {
+		args = append(args, "--env", name)
+	}
+	args = append(append(args, c.name), argv...)
 	stop := clicmd.Stop{Grace: c.grace, Remote: func(ctx context.Context) error { return c.stopExec(ctx, marker) }}
 	if err := c.cli.Exec(ctx, args, stdin, stdout, stderr, stop); err != nil {
 		return fmt.Errorf("%s in %s: %w", argv[0], c.name, err)

@@ -148,7 +148,7 @@ func (s *Store) Create(ctx context.Context, id string, redact *secrets.Redactor)
 		return nil, errors.New("blobstore: Create needs the eval's name (Options.Eval)")
 	}
 	r := s.run(s.evalPrefix(s.eval)+id+"/", id, redact)
-	if ok, err := s.bucket.Exists(ctx, r.key(store.RunRecordName)); err != nil {
+	if ok, err := s.exists(ctx, r.key(store.RunRecordName)); err != nil {
 		return nil, r.fail("creating the run", err)
 	} else if ok {
 		return nil, fmt.Errorf("creating run %s: %s already exists", id, r.Location())
@@ -182,7 +182,7 @@ func (s *Store) Open(ctx context.Context, id string, redact *secrets.Redactor) (
 	}
 	for _, p := range evals {
 		r := s.run(p+id+"/", id, redact)
-		ok, err := s.bucket.Exists(ctx, r.key(store.RunRecordName))
+		ok, err := s.exists(ctx, r.key(store.RunRecordName))
 		if err != nil {
 			return nil, r.fail("opening the run", err)
 		}
@@ -217,7 +217,7 @@ func (s *Store) OpenRunAt(ctx context.Context, key string, redact *secrets.Redac
 	key = strings.Trim(key, "/") + "/"
 	id := path.Base(key)
 	r := s.run(key, id, redact)
-	ok, err := s.bucket.Exists(ctx, r.key(store.RunRecordName))
+	ok, err := s.exists(ctx, r.key(store.RunRecordName))
 	if err != nil {
 		return nil, r.fail("opening the run", err)
 	}
@@ -323,7 +323,7 @@ func (r *Run) fail(doing string, err error) error {
 
 // lost says a conditional write found its object there already.
 func lost(err error) bool {
-	return err != nil && (gcerrors.Code(err) == gcerrors.FailedPrecondition || gcerrors.Code(err) == gcerrors.AlreadyExists)
+	return err != nil && (code(err) == gcerrors.FailedPrecondition || code(err) == gcerrors.AlreadyExists)
 }
 
 // conflict says S3 refused a conditional write because another to the
@@ -371,7 +371,7 @@ func (r *Run) writeJSON(ctx context.Context, name string, v any) error {
 // there.
 func (r *Run) read(ctx context.Context, name string) ([]byte, error) {
 	b, err := r.s.bucket.ReadAll(ctx, r.key(name))
-	if gcerrors.Code(err) == gcerrors.NotFound {
+	if code(err) == gcerrors.NotFound {
 		return nil, fmt.Errorf("%s: %w", r.where(name), store.ErrNotFound)
 	}
 	if err != nil {
@@ -416,7 +416,7 @@ func (r *Run) ReadRun(ctx context.Context) (transcript.Run, error) {
 
 func (r *Run) readRunObject(ctx context.Context, name string) (transcript.Run, error) {
 	rd, err := r.s.bucket.NewReader(ctx, r.key(name), nil)
-	if gcerrors.Code(err) == gcerrors.NotFound {
+	if code(err) == gcerrors.NotFound {
 		return transcript.Run{}, fmt.Errorf("%s: %w", r.where(name), store.ErrNotFound)
 	}
 	if err != nil {
@@ -688,7 +688,7 @@ func (r *Run) grades(ctx context.Context, dir string, fn func(grade.TrialGrade) 
 	pass := func(fn func(a at, g grade.TrialGrade) error) error {
 		for i, name := range names {
 			rd, err := r.s.bucket.NewReader(ctx, name, nil)
-			if gcerrors.Code(err) == gcerrors.NotFound {
+			if code(err) == gcerrors.NotFound {
 				continue
 			}
 			if err != nil {

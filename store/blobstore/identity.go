@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 
 	"gocloud.dev/gcerrors"
+	"google.golang.org/api/googleapi"
 )
 
 // probesDir holds the objects CheckWrite writes and removes.
@@ -30,7 +32,7 @@ func (r *Run) CheckWrite(ctx context.Context) error {
 	if err := r.s.bucket.WriteAll(ctx, r.key(name), []byte("mst\n"), nil); err != nil {
 		return r.refused("writing a test object", err)
 	}
-	if err := r.s.bucket.Delete(ctx, r.key(name)); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+	if err := r.s.bucket.Delete(ctx, r.key(name)); err != nil && code(err) != gcerrors.NotFound {
 		return r.refused("removing a test object", err)
 	}
 	return nil
@@ -38,7 +40,7 @@ func (r *Run) CheckWrite(ctx context.Context) error {
 
 func (r *Run) refused(doing string, err error) error {
 	where := r.Location()
-	if gcerrors.Code(err) == gcerrors.PermissionDenied {
+	if code(err) == gcerrors.PermissionDenied {
 		return fmt.Errorf("%s: %s: the bucket refused %s (%w); %s", where, doing, Identity(where), err, credentialsHint(where))
 	}
 	return describe(where, doing, err)
@@ -100,4 +102,29 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// code is gcerrors.Code, except that a refusal reads as PermissionDenied
+// on every cloud: gocloud's GCS driver reports Google's 403 as NotFound,
+// which would make a refused read look like a missing run or transcript
+// (and a resume run those trials again).
+func code(err error) gcerrors.ErrorCode {
+	var ge *googleapi.Error
+	if errors.As(err, &ge) && (ge.Code == http.StatusForbidden || ge.Code == http.StatusUnauthorized) {
+		return gcerrors.PermissionDenied
+	}
+	return gcerrors.Code(err)
+}
+
+// exists is Bucket.Exists with code's reading of a refusal: a refused
+// look is an error, not an absence.
+func (s *Store) exists(ctx context.Context, key string) (bool, error) {
+	_, err := s.bucket.Attributes(ctx, key)
+	switch {
+	case err == nil:
+		return true, nil
+	case code(err) == gcerrors.NotFound:
+		return false, nil
+	}
+	return false, err
 }

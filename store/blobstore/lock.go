@@ -171,7 +171,7 @@ func (r *Run) Holder(ctx context.Context) (transcript.Owner, bool, error) {
 // describe wraps err, met doing something at where, with what a person can
 // do about it.
 func describe(where, doing string, err error) error {
-	switch gcerrors.Code(err) {
+	switch code(err) {
 	case gcerrors.PermissionDenied:
 		return fmt.Errorf("%s: %s: the credentials were refused (%w); %s", where, doing, err, credentialsHint(where))
 	case gcerrors.Canceled, gcerrors.DeadlineExceeded:
