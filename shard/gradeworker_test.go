@@ -264,4 +264,3 @@ func testGradeReportsRefused(t *testing.T) {
 		t.Errorf("a collect shard's grade report was fetched: %q", fetched)
 	}
 }
-
