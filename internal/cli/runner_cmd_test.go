@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mst-eval/mst/store/blobstore/blobtest"
+
 	"github.com/google/go-cmp/cmp"
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -159,10 +161,29 @@ func TestDocker(t *testing.T) {
 				return nil
 			},
 			Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-				"waitfiles": waitFiles,
+				"waitfiles":   waitFiles,
+				"gcsemulator": gcsEmulator,
 			},
 		})
 	})
+}
+
+// gcsEmulator starts a GCS emulator (fake-gcs-server) in the test's
+// process for the rest of the script, makes the buckets its arguments
+// name, and points the script's commands at it (STORAGE_EMULATOR_HOST).
+func gcsEmulator(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: gcsemulator BUCKET...")
+	}
+	g, err := blobtest.NewGCS()
+	if err != nil {
+		ts.Fatalf("%v", err)
+	}
+	ts.Defer(g.Close)
+	for _, b := range args {
+		g.CreateBucket(b)
+	}
+	ts.Setenv("STORAGE_EMULATOR_HOST", g.Host())
 }
 
 // testDockerQuickstart runs the quickstart locally and with the docker

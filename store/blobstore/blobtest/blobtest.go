@@ -67,6 +67,7 @@ func bucketName() string {
 type GCS struct {
 	srv  *fakestorage.Server
 	host string
+	stop func()
 }
 
 // StartGCS starts a GCS emulator for the test and stops it when the test
@@ -75,25 +76,43 @@ type GCS struct {
 // public host).
 func StartGCS(t testing.TB) *GCS {
 	t.Helper()
+	g, err := NewGCS()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(g.Close)
+	return g
+}
+
+// NewGCS starts a GCS emulator that runs until Close, for a caller that
+// is not a test (a testscript command).
+func NewGCS() (*GCS, error) {
 	// The listener comes first, so the server can be told its address.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("cannot start the GCS emulator: no port on 127.0.0.1: %v", err)
+		return nil, fmt.Errorf("cannot start the GCS emulator: no port on 127.0.0.1: %v", err)
 	}
 	srv, err := fakestorage.NewServerWithOptions(fakestorage.Options{
 		Scheme: "http", NoListener: true, PublicHost: l.Addr().String(),
 	})
 	if err != nil {
 		l.Close()
-		t.Fatalf("cannot start the GCS emulator (fake-gcs-server): %v", err)
+		return nil, fmt.Errorf("cannot start the GCS emulator (fake-gcs-server): %v", err)
 	}
 	hs := &http.Server{Handler: srv.HTTPHandler()}
 	go hs.Serve(l)
-	t.Cleanup(func() {
+	return &GCS{srv: srv, host: l.Addr().String(), stop: func() {
 		hs.Close()
 		srv.Stop()
-	})
-	return &GCS{srv: srv, host: l.Addr().String()}
+	}}, nil
+}
+
+// Close stops the emulator.
+func (g *GCS) Close() { g.stop() }
+
+// CreateBucket makes an empty bucket of the given name.
+func (g *GCS) CreateBucket(name string) {
+	g.srv.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: name})
 }
 
 // Host is the emulator's address, HOST:PORT, the value of
