@@ -194,6 +194,7 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 		col.grading.off, col.grading.judges = true, nil
 	}
 	col.slots = make(chan struct{}, col.grading.workers)
+	col.batching, col.lastFlush = isRemote(st), now()
 	col.traces = tr
 	if o.Progress != nil {
 		o.Progress.Start(rec, len(todo))
@@ -511,6 +512,14 @@ type collector struct {
 	judging sync.WaitGroup
 	slots   chan struct{}
 
+	// batch holds grades not stored yet, for a store where each append
+	// is an object of its own (a bucket): they are stored together every
+	// few seconds, and what a crash loses of them is graded again.
+	batching  bool
+	batchMu   sync.Mutex
+	batch     []grade.TrialGrade
+	lastFlush time.Time
+
 	mu   sync.Mutex
 	n    int
 	stop *StopGate // the coordinator's gate, fed here (stop.go)
@@ -548,10 +557,21 @@ func (c *collector) Trial(shardIndex int, m *shard.Trial, data []byte) {
 	c.gradeTrial(ctx, t)
 }
 
+// gradeBatch bounds how long grades wait to be stored in a bucket.
+const gradeFlushEvery = 2 * time.Second
+
 // gradeTrial grades t, stores its grade and shows it.
 func (c *collector) gradeTrial(ctx context.Context, t *transcript.Transcript) {
 	g, keep := c.grading.grade(ctx, t)
-	if keep {
+	if keep && c.batching {
+		c.batchMu.Lock()
+		c.batch = append(c.batch, g)
+		due := len(c.batch) >= gradeBatch || time.Since(c.lastFlush) >= gradeFlushEvery
+		c.batchMu.Unlock()
+		if due {
+			c.flushGrades(ctx)
+		}
+	} else if keep {
 		if err := c.st.AppendGrades(ctx, g); err != nil {
 			// Gathering grades it again.
 			c.logger.Warn("storing a grade failed", "trial", t.Key.String(), "err", err)
@@ -562,8 +582,27 @@ func (c *collector) gradeTrial(ctx context.Context, t *transcript.Transcript) {
 	}
 }
 
-// wait waits for the trials still being judged.
-func (c *collector) wait() { c.judging.Wait() }
+// flushGrades stores the batched grades.
+func (c *collector) flushGrades(ctx context.Context) {
+	c.batchMu.Lock()
+	gs := c.batch
+	c.batch, c.lastFlush = nil, time.Now()
+	c.batchMu.Unlock()
+	if len(gs) == 0 {
+		return
+	}
+	if err := c.st.AppendGrades(ctx, gs...); err != nil {
+		// Gathering grades them again.
+		c.logger.Warn("storing grades failed", "grades", len(gs), "err", err)
+	}
+}
+
+// wait waits for the trials still being judged, and stores the grades
+// still batched.
+func (c *collector) wait() {
+	c.judging.Wait()
+	c.flushGrades(context.Background())
+}
 
 // take returns the transcript of key: decoded from data and stored, or
 // read from the store the worker wrote it to.
