@@ -194,43 +194,62 @@ func (r Report) writeGrades(w io.Writer) {
 	}
 }
 
-// writeJudges lists the judges' mean scores per variant.
-func (r Report) writeJudges(w io.Writer) {
-	type row struct {
-		v JudgeStats
-		n string
-	}
-	var rows []row
-	errs := 0
+// judgeRow is one row of the judge tables of the text and Markdown
+// reports: one judge of one variant.
+type judgeRow struct {
+	j       JudgeStats
+	variant string
+}
+
+// judgeRows lists the judges of every variant, by judge name and then in
+// report order, and counts the trials whose grading errored.
+func (r Report) judgeRows() (rows []judgeRow, gradeErrors int) {
 	for _, v := range r.Variants {
 		for _, j := range v.Judges {
-			rows = append(rows, row{j, v.Variant})
+			rows = append(rows, judgeRow{j, v.Variant})
 		}
-		errs += v.GradeErrors
+		gradeErrors += v.GradeErrors
 	}
+	slices.SortStableFunc(rows, func(a, b judgeRow) int { return cmp.Compare(a.j.Grader, b.j.Grader) })
+	return rows, gradeErrors
+}
+
+// judgeLabel names a judge in the tables: its grader name and the first
+// 8 characters of its hash.
+func judgeLabel(j JudgeStats) string {
+	if j.Hash == "" {
+		return j.Grader
+	}
+	return j.Grader + " #" + j.Hash[:min(8, len(j.Hash))]
+}
+
+// judgeMean is a judge's mean with its interval, "3.20 [2.10, 4.00]";
+// none when it has no score.
+func judgeMean(j JudgeStats, none string) string {
+	if j.Mean == nil {
+		return none
+	}
+	s := formatMean(*j.Mean)
+	if j.Interval != nil {
+		s += " [" + formatMean(j.Interval.Low) + ", " + formatMean(j.Interval.High) + "]"
+	}
+	return s
+}
+
+// writeJudges lists the judges' mean scores per variant.
+func (r Report) writeJudges(w io.Writer) {
+	rows, errs := r.judgeRows()
 	if len(rows) == 0 && errs == 0 {
 		return
 	}
 	if len(rows) > 0 {
 		fmt.Fprintln(w, "Judge scores (mean with a 95% interval clustered by case, complete cases):")
-		slices.SortStableFunc(rows, func(a, b row) int { return cmp.Compare(a.v.Grader, b.v.Grader) })
 		tw := newTable(w)
 		fmt.Fprintln(tw, "JUDGE\tVARIANT\tMEAN [95% CI]\tSCALE\tJUDGED PASS\tERRORED")
 		for _, x := range rows {
-			j := x.v
-			mean := "-"
-			if j.Mean != nil {
-				mean = formatMean(*j.Mean)
-				if j.Interval != nil {
-					mean += " [" + formatMean(j.Interval.Low) + ", " + formatMean(j.Interval.High) + "]"
-				}
-			}
+			j := x.j
 			scale := strconv.Itoa(j.Scale.Min) + "–" + strconv.Itoa(j.Scale.Max)
-			name := text(j.Grader)
-			if j.Hash != "" {
-				name += " #" + j.Hash[:min(8, len(j.Hash))]
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%d\n", name, text(x.n), mean, scale, j.Passed, j.Scored, j.Errored)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%d\n", text(judgeLabel(j)), text(x.variant), judgeMean(j, "-"), scale, j.Passed, j.Scored, j.Errored)
 		}
 		tw.Flush()
 	}

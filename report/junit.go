@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -99,6 +100,7 @@ func (r Report) WriteJUnit(w io.Writer, grades []grade.TrialGrade) error {
 				{Name: "mst.passRate", Value: junitRate(v.PassRate)},
 			},
 		}
+		s.Props = append(s.Props, junitScoreProps(v)...)
 		var suiteMs float64
 		for _, row := range r.Cases {
 			c := junitCase{Name: xmlText(junitOr(row.Case, "(no id)")), Classname: pkg + "." + s.Name}
@@ -170,6 +172,56 @@ func (r Report) WriteJUnit(w io.Writer, grades []grade.TrialGrade) error {
 		return fmt.Errorf("writing JUnit XML: %w", err)
 	}
 	return nil
+}
+
+// junitScoreProps are the properties of a variant's pass@k and pass^k
+// (mst.passAtK.K, mst.passHatK.K for k = 1 … trials per case) and of its
+// judges (mst.judge.NAME.mean, .ciLow, .ciHigh, .judged, .passed,
+// .errored, .hash). A number that is undefined (no case has k graded
+// trials, no score, fewer than two cases for an interval) has no
+// property. NAME is the judge's grader name, followed by " #" and the
+// start of its hash when two judges of the variant share a name.
+func junitScoreProps(v VariantStats) []junitProperty {
+	var out []junitProperty
+	num := func(name string, x *float64) {
+		if x != nil && !math.IsNaN(*x) && !math.IsInf(*x, 0) {
+			out = append(out, junitProperty{Name: name, Value: junitRate(x)})
+		}
+	}
+	for _, p := range v.PassK {
+		num("mst.passAtK."+strconv.Itoa(p.K), p.PassAt)
+	}
+	for _, p := range v.PassK {
+		num("mst.passHatK."+strconv.Itoa(p.K), p.PassHat)
+	}
+	for _, j := range v.Judges {
+		shared, short := false, false
+		for _, o := range v.Judges {
+			if o.Grader == j.Grader && o.Hash != j.Hash {
+				shared = true
+				short = short || strings.HasPrefix(o.Hash, j.Hash[:min(8, len(j.Hash))])
+			}
+		}
+		name := j.Grader
+		switch {
+		case short:
+			name += " #" + j.Hash
+		case shared:
+			name = judgeLabel(j)
+		}
+		pre := "mst.judge." + xmlText(junitOr(name, "(unnamed)")) + "."
+		num(pre+"mean", j.Mean)
+		if j.Interval != nil {
+			num(pre+"ciLow", &j.Interval.Low)
+			num(pre+"ciHigh", &j.Interval.High)
+		}
+		out = append(out,
+			junitProperty{Name: pre + "judged", Value: strconv.Itoa(j.Scored)},
+			junitProperty{Name: pre + "passed", Value: strconv.Itoa(j.Passed)},
+			junitProperty{Name: pre + "errored", Value: strconv.Itoa(j.Errored)},
+			junitProperty{Name: pre + "hash", Value: xmlText(j.Hash)})
+	}
+	return out
 }
 
 // failureReasons says why a graded trial failed, in one line.

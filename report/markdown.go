@@ -21,10 +21,12 @@ type Verdict struct {
 const markdownCaseRows = 20
 
 // WriteMarkdown writes a short summary for a pull-request comment: the
-// verdict, the variants with their pass rates and intervals, the cases
-// whose result differs between variants, and the paired comparisons. The
-// numbers are those of the JSON report, rounded as the text report rounds
-// them (rates to 0.1%, differences to 0.01).
+// verdict, the variants with their pass rates and intervals, pass@k and
+// pass^k when a case has more than one trial, the judges' mean scores
+// when there are judges, the cases whose result differs between variants,
+// and the paired comparisons. The numbers are those of the JSON report,
+// rounded as the text report rounds them (rates to 0.1%, differences and
+// scores to 0.01).
 func (r Report) WriteMarkdown(w io.Writer, v Verdict) error {
 	ew := &errWriter{w: w}
 	fmt.Fprintf(ew, "### MST report: %s\n\n", md(junitOr(r.Run.Eval, "(unnamed eval)")))
@@ -50,6 +52,8 @@ func (r Report) WriteMarkdown(w io.Writer, v Verdict) error {
 		}
 		fmt.Fprintln(ew)
 	}
+	r.markdownPassK(ew)
+	r.markdownJudges(ew)
 	var differ []CaseRow
 	for _, c := range r.Cases {
 		if c.Differs {
@@ -93,6 +97,60 @@ func (r Report) WriteMarkdown(w io.Writer, v Verdict) error {
 		fmt.Fprintln(ew)
 	}
 	return ew.err
+}
+
+// markdownPassK writes the table of pass@k and pass^k that the text
+// report shows (writePassK): pass@1 once, then pass@k and pass^k for k = 2
+// … trials per case, "–" where no case has k graded trials, and "(n)"
+// after a number that only n cases have. Nothing with one trial per case.
+func (r Report) markdownPassK(w io.Writer) {
+	k := r.Run.TrialsPerCase
+	if k < 2 || len(r.Variants) == 0 {
+		return
+	}
+	head, sep := "| Variant | pass@1 |", "|---|---:|"
+	for j := 2; j <= k; j++ {
+		head += fmt.Sprintf(" pass@%d |", j)
+		sep += "---:|"
+	}
+	for j := 2; j <= k; j++ {
+		head += fmt.Sprintf(" pass^%d |", j)
+		sep += "---:|"
+	}
+	var rows []string
+	fewer := false
+	for _, v := range r.Variants {
+		cells, f := passKCells(v, k) // text.go
+		fewer = fewer || f
+		rows = append(rows, "| "+md(v.Variant)+" | "+strings.Join(cells, " | ")+" |")
+	}
+	legend := "at least one of k trials of a case passes / all k pass; averaged over cases"
+	if fewer {
+		legend += "; (n): only n cases have k graded trials"
+	}
+	fmt.Fprintf(w, "**pass@k / pass^k** (%s):\n\n%s\n%s\n%s\n\n", legend, head, sep, strings.Join(rows, "\n"))
+}
+
+// markdownJudges writes the judges' mean scores per variant, as the text
+// report's writeJudges does: one row per judge and variant, by judge name,
+// and a sentence counting the trials no judge could grade.
+func (r Report) markdownJudges(w io.Writer) {
+	rows, errs := r.judgeRows() // judges.go
+	if len(rows) > 0 {
+		fmt.Fprintln(w, "**Judge scores** (mean with a 95% interval clustered by case, complete cases):")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| Judge | Variant | Mean [95% CI] | Scale | Judged pass | Errored |")
+		fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|")
+		for _, x := range rows {
+			j := x.j
+			fmt.Fprintf(w, "| %s | %s | %s | %d–%d | %d/%d | %d |\n", md(judgeLabel(j)), md(x.variant), md(judgeMean(j, "–")),
+				j.Scale.Min, j.Scale.Max, j.Passed, j.Scored, j.Errored)
+		}
+		fmt.Fprintln(w)
+	}
+	if errs > 0 {
+		fmt.Fprintf(w, "%s could not be graded: a judge gave no verdict (they count neither as passed nor as failed; `mst grade` grades them again).\n\n", plural(errs, "trial"))
+	}
 }
 
 // line is the verdict in one line.

@@ -216,29 +216,9 @@ func (r Report) writePassK(w io.Writer, width int) {
 	t := Table{Columns: cols}
 	fewer := false
 	for _, v := range r.Variants {
-		all := 0
-		if len(v.PassK) > 0 {
-			all = v.PassK[0].Cases
-		}
-		cell := func(x *float64, cases int) string {
-			if x == nil {
-				return "–"
-			}
-			s := fmt.Sprintf("%.1f%%", *x*100)
-			if cases < all {
-				s += fmt.Sprintf(" (%d)", cases)
-				fewer = true
-			}
-			return s
-		}
-		line := []string{text(v.Variant)}
-		for _, p := range v.PassK {
-			line = append(line, cell(p.PassAt, p.Cases))
-		}
-		for _, p := range v.PassK[min(1, len(v.PassK)):] {
-			line = append(line, cell(p.PassHat, p.Cases))
-		}
-		t.Rows = append(t.Rows, line)
+		cells, f := passKCells(v, k)
+		fewer = fewer || f
+		t.Rows = append(t.Rows, append([]string{text(v.Variant)}, cells...))
 	}
 	dropped := t.Write(w, width)
 	legend := "pass@k: at least one of k trials of a case passes; pass^k: all k pass; averaged over cases"
@@ -249,6 +229,44 @@ func (r Report) writePassK(w io.Writer, width int) {
 		legend += fmt.Sprintf("; %s left out to fit %d columns", plural(dropped, "column"), width)
 	}
 	fmt.Fprintf(w, "%s\n\n", Wrap("("+legend+")", width, " "))
+}
+
+// passKCells are the cells of v in the pass@k tables of the text and
+// Markdown reports, k the trials per case: pass@1 … pass@k, then pass^2 …
+// pass^k; "–" where no case has the trials (or v has no entry for that
+// k), and "(n)" after a rate that only n cases have, fewer than pass@1's.
+// fewer says whether a cell has "(n)".
+func passKCells(v VariantStats, k int) (cells []string, fewer bool) {
+	all := 0
+	if len(v.PassK) > 0 {
+		all = v.PassK[0].Cases
+	}
+	cell := func(j int, hat bool) string {
+		if j >= len(v.PassK) {
+			return "–"
+		}
+		p := v.PassK[j]
+		x := p.PassAt
+		if hat {
+			x = p.PassHat
+		}
+		if x == nil {
+			return "–"
+		}
+		s := fmt.Sprintf("%.1f%%", *x*100)
+		if p.Cases < all {
+			s += fmt.Sprintf(" (%d)", p.Cases)
+			fewer = true
+		}
+		return s
+	}
+	for j := range k {
+		cells = append(cells, cell(j, false))
+	}
+	for j := 1; j < k; j++ {
+		cells = append(cells, cell(j, true))
+	}
+	return cells, fewer
 }
 
 // writeCases writes the case × variant matrix. When the variants do not

@@ -155,6 +155,12 @@ func TestDocker(t *testing.T) {
 				// it, and the coordinator must be the same version.
 				env.Setenv("PATH", tools+string(os.PathListSeparator)+env.Getenv("PATH"))
 				env.Setenv("MCP_TESTSERVER", filepath.Join(tools, "mcp-testserver"))
+				env.Setenv("WEATHER", filepath.Join(tools, "weather"))
+				qs, err := filepath.Abs(filepath.Join("..", "..", "examples", "quickstart"))
+				if err != nil {
+					return err
+				}
+				env.Setenv("QUICKSTART", qs)
 				env.Setenv("DOCKER_HOST", os.Getenv("DOCKER_HOST"))
 				env.Setenv("DOCKER_CONFIG", filepath.Join(env.WorkDir, ".docker"))
 				env.Setenv("NO_COLOR", "1")
@@ -163,6 +169,7 @@ func TestDocker(t *testing.T) {
 			Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 				"waitfiles":   waitFiles,
 				"gcsemulator": gcsEmulator,
+				"s3emulator":  s3Emulator,
 			},
 		})
 	})
@@ -184,6 +191,35 @@ func gcsEmulator(ts *testscript.TestScript, neg bool, args []string) {
 		g.CreateBucket(b)
 	}
 	ts.Setenv("STORAGE_EMULATOR_HOST", g.Host())
+}
+
+// s3Emulator starts an S3 emulator (gofakes3) in the test's process for
+// the rest of the script, makes the buckets its arguments name, points
+// the AWS default chain of the script's commands at a dummy profile in
+// files, and sets S3_ENDPOINT to the emulator's URL.
+func s3Emulator(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: s3emulator BUCKET...")
+	}
+	s, err := blobtest.NewS3()
+	if err != nil {
+		ts.Fatalf("%v", err)
+	}
+	ts.Defer(s.Close)
+	for _, b := range args {
+		if err := s.CreateBucket(b); err != nil {
+			ts.Fatalf("%v", err)
+		}
+	}
+	env, err := blobtest.ProfileEnv(ts.MkAbs("."))
+	if err != nil {
+		ts.Fatalf("%v", err)
+	}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		ts.Setenv(k, v)
+	}
+	ts.Setenv("S3_ENDPOINT", s.URL())
 }
 
 // testDockerQuickstart runs the quickstart locally and with the docker

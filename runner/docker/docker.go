@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -21,6 +23,9 @@ const (
 	OptionWorkDir = "workdir"
 	OptionNetwork = "network"
 	OptionMounts  = "mounts"
+	// OptionCloudFiles mounts the cloud credential files of this
+	// machine into the containers, for workers that write to a bucket.
+	OptionCloudFiles = "cloudFiles"
 )
 
 // Defaults of the options.
@@ -48,7 +53,8 @@ const optionsSchema = `{"type":"object","additionalProperties":false,"properties
   "mst": {"type":"string","description":"Path of mst inside the image.","default":"/mst"},
   "workdir": {"type":"string","description":"Folder in the container for the bundle and the transcripts; the worker's user must be able to write it.","default":"/work"},
   "network": {"type":"string","description":"Docker network of the containers: host reaches servers on this machine's localhost, none cuts every connection.","x-defaultDescription":"the Docker daemon's default"},
-  "mounts": {"type":"boolean","description":"Bind-mount the folders of stdio servers given by absolute path, read-only at the same path; turn off for a remote Docker host.","default":true}
+  "mounts": {"type":"boolean","description":"Bind-mount the folders of stdio servers given by absolute path, read-only at the same path; turn off for a remote Docker host.","default":true},
+  "cloudFiles": {"type":"boolean","description":"With the run in a bucket: bind-mount, read-only at the same path, the credential files this machine's cloud chains name (AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG_FILE, GOOGLE_APPLICATION_CREDENTIALS, AWS_WEB_IDENTITY_TOKEN_FILE), so the workers write to the bucket as you do. The servers and clients in the container can read those files too.","default":false}
 }}`
 
 // Definition is the docker runner, for the built-in registry.
@@ -76,6 +82,8 @@ type settings struct {
 	workDir string
 	network string
 	mounts  bool
+	// cloudFiles is OptionCloudFiles.
+	cloudFiles bool
 }
 
 func parseSettings(options map[string]string) (settings, error) {
@@ -97,7 +105,34 @@ func parseSettings(options map[string]string) (settings, error) {
 		}
 		s.mounts = b
 	}
+	if v, ok := options[OptionCloudFiles]; ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return s, fmt.Errorf("docker runner: --runner-option cloudFiles=%s: cloudFiles is true or false", v)
+		}
+		s.cloudFiles = b
+	}
 	return s, nil
+}
+
+// credentialFileVars name the files the cloud chains read credentials
+// from, which cloudFiles mounts.
+var credentialFileVars = []string{"AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "GOOGLE_APPLICATION_CREDENTIALS", "AWS_WEB_IDENTITY_TOKEN_FILE"}
+
+// credentialFiles are the existing files credentialFileVars name here,
+// by absolute path.
+func credentialFiles() []string {
+	var out []string
+	for _, v := range credentialFileVars {
+		p := os.Getenv(v)
+		if p == "" || !filepath.IsAbs(p) {
+			continue
+		}
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // New makes the docker runner for one run: it checks that the Docker
@@ -149,6 +184,9 @@ func (r *dockerRunner) RunShard(ctx context.Context, s runner.Shard) (runner.Sha
 	spec := containerSpec{run: s.Run, attempt: max(s.Attempt, 1), grade: s.Work == "grade"}
 	if r.set.mounts {
 		spec.mounts = bindMounts(s.HostPaths, r.set)
+	}
+	if r.set.cloudFiles {
+		spec.mounts = append(spec.mounts, credentialFiles()...)
 	}
 	create := func(ctx context.Context, i int) (runner.Machine, error) {
 		spec := spec

@@ -161,15 +161,27 @@ func (g *GCS) OpenBucket(t testing.TB, name string) *blob.Bucket {
 type S3 struct {
 	backend *s3mem.Backend
 	url     string
+	stop    func()
 }
 
 // StartS3 starts an S3 emulator for the test and stops it when the test
 // ends.
 func StartS3(t testing.TB) *S3 {
 	t.Helper()
+	s, err := NewS3()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// NewS3 starts an S3 emulator that runs until Close, for a caller that is
+// not a test (a testscript command).
+func NewS3() (*S3, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("cannot start the S3 emulator: no port on 127.0.0.1: %v", err)
+		return nil, fmt.Errorf("cannot start the S3 emulator: no port on 127.0.0.1: %v", err)
 	}
 	backend := s3mem.New()
 	ts := &httptest.Server{
@@ -177,8 +189,40 @@ func StartS3(t testing.TB) *S3 {
 		Config:   &http.Server{Handler: gofakes3.New(backend, gofakes3.WithLogger(gofakes3.DiscardLog())).Server()},
 	}
 	ts.Start()
-	t.Cleanup(ts.Close)
-	return &S3{backend: backend, url: ts.URL}
+	return &S3{backend: backend, url: ts.URL, stop: ts.Close}, nil
+}
+
+// Close stops the emulator.
+func (s *S3) Close() { s.stop() }
+
+// CreateBucket makes an empty bucket of the given name.
+func (s *S3) CreateBucket(name string) error { return s.backend.CreateBucket(name) }
+
+// ProfileEnv writes, into dir, the AWS files of a dummy default profile
+// and returns the environment that makes the AWS default chain use them
+// against the emulator (what Env does for a test).
+func ProfileEnv(dir string) ([]string, error) {
+	creds := filepath.Join(dir, "credentials")
+	config := filepath.Join(dir, "config")
+	// The emulator checks no signature: these are placeholders, not keys.
+	files := map[string]string{
+		creds:  "[default]\naws_access_key_id = blobtest-placeholder-id\naws_secret_access_key = blobtest-placeholder\n",
+		config: "[default]\nregion = " + Region + "\n",
+	}
+	for path, text := range files {
+		// Readable by all: a container's user may be another, and the
+		// files hold placeholders only.
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			return nil, fmt.Errorf("writing the S3 emulator's AWS profile: %v", err)
+		}
+	}
+	return []string{
+		"AWS_SHARED_CREDENTIALS_FILE=" + creds,
+		"AWS_CONFIG_FILE=" + config,
+		"AWS_PROFILE=default",
+		"AWS_REGION=" + Region,
+		"AWS_EC2_METADATA_DISABLED=true",
+	}, nil
 }
 
 // URL is the emulator's endpoint, http://HOST:PORT.
@@ -221,26 +265,11 @@ func storeURL(endpoint, bucket, prefix string) string {
 // AWS_SECRET_ACCESS_KEY.
 func (s *S3) Env(t testing.TB) []string {
 	t.Helper()
-	dir := t.TempDir()
-	creds := filepath.Join(dir, "credentials")
-	config := filepath.Join(dir, "config")
-	// The emulator checks no signature: these are placeholders, not keys.
-	files := map[string]string{
-		creds:  "[default]\naws_access_key_id = blobtest-placeholder-id\naws_secret_access_key = blobtest-placeholder\n",
-		config: "[default]\nregion = " + Region + "\n",
+	env, err := ProfileEnv(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
-	for path, text := range files {
-		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-			t.Fatalf("writing the S3 emulator's AWS profile: %v", err)
-		}
-	}
-	return []string{
-		"AWS_SHARED_CREDENTIALS_FILE=" + creds,
-		"AWS_CONFIG_FILE=" + config,
-		"AWS_PROFILE=default",
-		"AWS_REGION=" + Region,
-		"AWS_EC2_METADATA_DISABLED=true",
-	}
+	return env
 }
 
 // OpenBucket opens a bucket of the emulator with gocloud, anonymously (so

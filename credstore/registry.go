@@ -1,0 +1,87 @@
+package credstore
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Definition describes a kind of credential store.
+type Definition struct {
+	// Name is what --store takes.
+	Name        string
+	Description string
+	// Shared is true when other machines reach the same grants (a secret
+	// manager in the cloud, say), as a detached run's coordinator machine
+	// needs. A store on this machine's disk is not shared.
+	Shared bool
+	// Create opens the store. It may do nothing on disk or the network
+	// until the store is first used.
+	Create func(ctx context.Context, p Params) (Store, error)
+}
+
+// Params is what a store is opened with.
+type Params struct {
+	// Options are the store's own settings by name (for local: dir and
+	// key-file). A store refuses a name it does not know.
+	Options map[string]string
+	Logger  *slog.Logger
+}
+
+// CheckOptions returns an error naming the first option in p that is not
+// one of known, and the known ones.
+func (p Params) CheckOptions(store string, known ...string) error {
+	var keys []string
+	for k := range p.Options {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !slices.Contains(known, k) {
+			if len(known) == 0 {
+				return fmt.Errorf("the %s credential store takes no options; got %q", store, k)
+			}
+			return fmt.Errorf("the %s credential store has no option %q (known: %s)", store, k, strings.Join(known, ", "))
+		}
+	}
+	return nil
+}
+
+// Registry holds credential store definitions by name.
+type Registry struct {
+	defs map[string]*Definition
+}
+
+// NewRegistry returns a registry of defs; a duplicate name panics.
+func NewRegistry(defs ...*Definition) *Registry {
+	r := &Registry{defs: map[string]*Definition{}}
+	for _, d := range defs {
+		if _, dup := r.defs[d.Name]; dup {
+			panic(fmt.Sprintf("credential store %q registered twice", d.Name))
+		}
+		r.defs[d.Name] = d
+	}
+	return r
+}
+
+// Lookup returns the store kind named name, or an error listing the known
+// ones.
+func (r *Registry) Lookup(name string) (*Definition, error) {
+	if d, ok := r.defs[name]; ok {
+		return d, nil
+	}
+	return nil, fmt.Errorf("unknown credential store %q (known: %s)", name, strings.Join(r.Names(), ", "))
+}
+
+// Names lists the store kinds alphabetically.
+func (r *Registry) Names() []string {
+	var names []string
+	for n := range r.defs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
