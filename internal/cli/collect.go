@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
@@ -24,13 +26,76 @@ import (
 // nothing else.
 const VersionOverrideEnv = "MST_VERSION_OVERRIDE"
 
+// workerFlags are the flags both workers take.
+type workerFlags struct {
+	bundleDir, results string
+	verbose            bool
+	heartbeat          time.Duration
+}
+
+func (f *workerFlags) add(cmd *cobra.Command, results string) {
+	cmd.Flags().StringVar(&f.bundleDir, "bundle", "", "the shard's bundle folder")
+	cmd.Flags().StringVar(&f.results, "results", "", results)
+	cmd.Flags().BoolVarP(&f.verbose, "verbose", "v", false, "log details on stderr")
+	cmd.Flags().DurationVar(&f.heartbeat, "heartbeat", shard.HeartbeatEvery, "how often the worker sends a heartbeat")
+	cmd.MarkFlagRequired("bundle")
+	cmd.MarkFlagRequired("results")
+}
+
+// workerStart is what a worker has once it started: the secrets it will
+// receive and their redactor, its results folder (locked), its bundle, a
+// redacting stderr, its logger and the version it reports.
+type workerStart struct {
+	set     *secrets.Set
+	redact  *secrets.Redactor
+	results *store.DirRun
+	bundle  *shard.Bundle
+	stderr  *secrets.Writer
+	logger  *slog.Logger
+	version string
+	done    func()
+}
+
+// startWorker does what both workers do first. One folder, one writer: a
+// second worker given the results folder (two runs sharing a shard
+// folder) is refused, naming the first, before it reads or writes
+// anything. done releases the folder and flushes stderr.
+func startWorker(ctx context.Context, stdio Stdio, f *workerFlags, name string) (*workerStart, error) {
+	w := &workerStart{set: secrets.New()}
+	w.redact = secrets.NewRedactor(w.set)
+	if err := checkWorkerFolder(f.results); err != nil {
+		return nil, withCode(ExitUsage, err)
+	}
+	if err := os.MkdirAll(f.results, 0o700); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	w.results = store.OpenDir(f.results, w.redact)
+	release, err := w.results.Lock(ctx, run.Self(time.Now()))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if w.bundle, err = shard.ReadBundle(f.bundleDir); err != nil {
+		release()
+		return nil, err
+	}
+	w.stderr = w.redact.Writer(stdio.Err)
+	w.logger = newLogger(w.stderr, f.verbose)
+	w.version = Version
+	if v := envMap(stdio.Env)[VersionOverrideEnv]; v != "" {
+		w.version = v
+	}
+	w.done = func() {
+		w.stderr.Flush()
+		release()
+	}
+	return w, nil
+}
+
 // newCollectCmd is the worker: runners start it on a machine, and it speaks
 // mst.shard/v1 on its stdin and stdout. Nothing but protocol lines goes to
 // stdout; logs go to stderr.
 func newCollectCmd(stdio Stdio) *cobra.Command {
-	var bundleDir, results string
-	var verbose bool
-	var heartbeat time.Duration
+	var f workerFlags
 	cmd := &cobra.Command{
 		Use:    "collect --bundle DIR --results DIR",
 		Short:  "Run one shard's trials as a worker (started by runners, not by hand)",
@@ -41,44 +106,26 @@ func newCollectCmd(stdio Stdio) *cobra.Command {
 			// a failed write to a gone coordinator is an error, not a
 			// SIGPIPE death, and every server group is stopped on return.
 			defer servers.GuardWorker()()
-			set := secrets.New()
-			redact := secrets.NewRedactor(set)
-			if err := checkWorkerFolder(results); err != nil {
-				return withCode(ExitUsage, err)
-			}
-			// One folder, one writer: a second worker given this folder
-			// (two runs sharing a shard folder) is refused, naming the
-			// first, before it reads or writes anything.
-			rs := store.OpenDir(results, redact)
-			release, err := rs.Lock(cmd.Context(), run.Self(time.Now()))
-			if err != nil {
-				return fmt.Errorf("collect: %w", err)
-			}
-			defer release()
-			b, err := shard.ReadBundle(bundleDir)
+			ws, err := startWorker(cmd.Context(), stdio, &f, "collect")
 			if err != nil {
 				return err
 			}
-			stderr := redact.Writer(stdio.Err)
-			defer stderr.Flush()
+			defer ws.done()
+			b := ws.bundle
 			work, err := runner.TempFolder("mst-worker-", b.Run.ID)
 			if err != nil {
 				return err
 			}
 			defer os.RemoveAll(work)
-			version := Version
-			if v := envMap(stdio.Env)[VersionOverrideEnv]; v != "" {
-				version = v
-			}
 			w := &shard.Worker{
-				Clients: builtin.Clients(), Results: rs, Secrets: set,
-				Environment: run.Environment(b.Run.Runner.Name), Logger: newLogger(stderr, verbose),
-				MSTVersion: version, WorkDir: work, Heartbeat: heartbeat,
+				Clients: builtin.Clients(), Results: ws.results, Secrets: ws.set,
+				Environment: run.Environment(b.Run.Runner.Name), Logger: ws.logger,
+				MSTVersion: ws.version, WorkDir: work, Heartbeat: f.heartbeat,
 			}
 			if b.Store != "" {
 				// The run is in a bucket: the worker writes its transcripts
 				// there itself, with this machine's credentials.
-				remote, isURL, err := openStoredRun(cmd.Context(), b.Store, "", redact)
+				remote, isURL, err := openStoredRun(cmd.Context(), b.Store, "", ws.redact)
 				if err == nil && !isURL {
 					err = fmt.Errorf("the bundle names the store %q, which is not a bucket URL", b.Store)
 				}
@@ -91,12 +138,7 @@ func newCollectCmd(stdio Stdio) *cobra.Command {
 			return w.Run(cmd.Context(), b, stdio.In, stdio.Out)
 		},
 	}
-	cmd.Flags().StringVar(&bundleDir, "bundle", "", "the shard's bundle folder")
-	cmd.Flags().StringVar(&results, "results", "", "the folder the worker writes transcripts to")
-	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log details on stderr")
-	cmd.Flags().DurationVar(&heartbeat, "heartbeat", shard.HeartbeatEvery, "how often the worker sends a heartbeat")
-	cmd.MarkFlagRequired("bundle")
-	cmd.MarkFlagRequired("results")
+	f.add(cmd, "the folder the worker writes transcripts to")
 	return cmd
 }
 
@@ -107,9 +149,7 @@ func newCollectCmd(stdio Stdio) *cobra.Command {
 // grades to --results for the coordinator to fetch. It loads no dataset
 // and starts no client or server; its judges' keys come over the channel.
 func newGradeShardCmd(stdio Stdio) *cobra.Command {
-	var bundleDir, results string
-	var verbose bool
-	var heartbeat time.Duration
+	var f workerFlags
 	cmd := &cobra.Command{
 		Use:    "grade-shard --bundle DIR --results DIR",
 		Short:  "Grade one shard's transcripts as a worker (started by runners, not by hand)",
@@ -117,42 +157,18 @@ func newGradeShardCmd(stdio Stdio) *cobra.Command {
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			defer servers.GuardWorker()()
-			set := secrets.New()
-			redact := secrets.NewRedactor(set)
-			if err := checkWorkerFolder(results); err != nil {
-				return withCode(ExitUsage, err)
-			}
-			if err := os.MkdirAll(results, 0o700); err != nil {
-				return fmt.Errorf("grade-shard: %w", err)
-			}
-			rs := store.OpenDir(results, redact)
-			release, err := rs.Lock(cmd.Context(), run.Self(time.Now()))
-			if err != nil {
-				return fmt.Errorf("grade-shard: %w", err)
-			}
-			defer release()
-			b, err := shard.ReadBundle(bundleDir)
+			ws, err := startWorker(cmd.Context(), stdio, &f, "grade-shard")
 			if err != nil {
 				return err
 			}
-			stderr := redact.Writer(stdio.Err)
-			defer stderr.Flush()
-			version := Version
-			if v := envMap(stdio.Env)[VersionOverrideEnv]; v != "" {
-				version = v
-			}
+			defer ws.done()
 			w := &shard.GradeWorker{
-				Providers: builtin.Providers(), Results: results, Secrets: set,
-				Logger: newLogger(stderr, verbose), MSTVersion: version, Heartbeat: heartbeat,
+				Providers: builtin.Providers(), Results: f.results, Secrets: ws.set,
+				Logger: ws.logger, MSTVersion: ws.version, Heartbeat: f.heartbeat,
 			}
-			return w.Run(cmd.Context(), b, bundleDir, stdio.In, stdio.Out)
+			return w.Run(cmd.Context(), ws.bundle, f.bundleDir, stdio.In, stdio.Out)
 		},
 	}
-	cmd.Flags().StringVar(&bundleDir, "bundle", "", "the grade shard's bundle folder (its transcripts beside it)")
-	cmd.Flags().StringVar(&results, "results", "", "the folder the worker writes grades to")
-	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log details on stderr")
-	cmd.Flags().DurationVar(&heartbeat, "heartbeat", shard.HeartbeatEvery, "how often the worker sends a heartbeat")
-	cmd.MarkFlagRequired("bundle")
-	cmd.MarkFlagRequired("results")
+	f.add(cmd, "the folder the worker writes grades to")
 	return cmd
 }
