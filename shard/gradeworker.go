@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/mst-eval/mst/grade"
@@ -107,22 +106,7 @@ func (w *GradeWorker) Run(ctx context.Context, b *Bundle, bundleDir string, in i
 			conc = max(conc, 4) // judges wait on their models
 		}
 	}
-	slots := make(chan struct{}, conc)
-	var wg sync.WaitGroup
-	for _, k := range b.Grade.Trials {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			g.trial(ctx, k)
-		})
-	}
-	wg.Wait()
+	each(ctx, b.Grade.Trials, conc, func(k transcript.Key) { g.trial(ctx, k) })
 	stopHB()
 	cleanup := r.tokens.close()
 	var counts transcript.Counts

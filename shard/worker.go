@@ -129,23 +129,7 @@ func (w *Worker) Run(ctx context.Context, b *Bundle, in io.Reader, out io.Writer
 		return err
 	}
 
-	conc := max(b.Concurrency, 1)
-	slots := make(chan struct{}, conc)
-	var wg sync.WaitGroup
-	for _, pt := range b.Trials {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			r.trial(ctx, pt)
-		})
-	}
-	wg.Wait()
+	each(ctx, b.Trials, max(b.Concurrency, 1), func(pt Planned) { r.trial(ctx, pt) })
 	stopHB()
 	cleanup := errors.Join(r.closeSessions(), r.tokens.close())
 	r.closing.Wait()
@@ -813,4 +797,25 @@ func (w *Worker) clientVersions(b *Bundle) map[string]string {
 		}
 	}
 	return out
+}
+
+// each calls fn for the items in order, at most conc at once, and returns
+// once every call it made has returned. Once ctx ends it starts no more.
+func each[T any](ctx context.Context, items []T, conc int, fn func(T)) {
+	slots := make(chan struct{}, conc)
+	var wg sync.WaitGroup
+	for _, it := range items {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			fn(it)
+		})
+	}
+	wg.Wait()
 }
