@@ -276,6 +276,13 @@ func (s *Local) key(create bool) (cipher.AEAD, error) {
 			return nil, lerr
 		}
 		if len(names) > 0 {
+			// Another process may have made the key and a grant
+			// meanwhile.
+			if data, err = s.readKey(); err == nil {
+				return s.cipher(data)
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return nil, err
+			}
 			return nil, fmt.Errorf("the key file %s of the credentials folder %s is missing, and the %d grants in the folder cannot be read without it; put the key file back, or remove those grants (`mst auth revoke SERVER` for each, or delete the folder) and run `mst auth SERVER` again", s.keyFile, s.dir, len(names))
 		}
 		data, err = s.makeKey()
@@ -283,6 +290,11 @@ func (s *Local) key(create bool) (cipher.AEAD, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.cipher(data)
+}
+
+// cipher returns the cipher of the key file's content.
+func (s *Local) cipher(data []byte) (cipher.AEAD, error) {
 	raw, err := hex.DecodeString(strings.TrimSpace(string(data)))
 	if err != nil || len(raw) != keyBytes {
 		return nil, fmt.Errorf("the key file %s is damaged: it must hold %d hex digits and holds something else; put back a copy of it, or remove the grants it encrypts (`mst auth revoke SERVER` for each) and the key file, then run `mst auth SERVER` again", s.keyFile, 2*keyBytes)

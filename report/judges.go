@@ -199,14 +199,15 @@ func (r Report) writeGrades(w io.Writer) {
 type judgeRow struct {
 	j       JudgeStats
 	variant string
+	vi, ji  int // indexes of the variant in r.Variants, of j in its Judges
 }
 
 // judgeRows lists the judges of every variant, by judge name and then in
 // report order, and counts the trials whose grading errored.
 func (r Report) judgeRows() (rows []judgeRow, gradeErrors int) {
-	for _, v := range r.Variants {
-		for _, j := range v.Judges {
-			rows = append(rows, judgeRow{j, v.Variant})
+	for vi, v := range r.Variants {
+		for ji, j := range v.Judges {
+			rows = append(rows, judgeRow{j, v.Variant, vi, ji})
 		}
 		gradeErrors += v.GradeErrors
 	}
@@ -235,6 +236,34 @@ func judgeMean(j JudgeStats, none string) string {
 	}
 	return s
 }
+
+// JudgeRow is one row of a report's judge table: one judge of one
+// variant, named as the text and Markdown reports name it.
+type JudgeRow struct {
+	// Variant is the variant's name; VariantIndex its index in
+	// Report.Variants, and JudgeIndex the judge's in that variant's Judges.
+	Variant                  string
+	VariantIndex, JudgeIndex int
+	// Label is the grader name and the first 8 characters of its hash.
+	Label string
+	Stats JudgeStats
+}
+
+// JudgeRows lists the rows of the judge table in the order of the text
+// report (by judge name, then variants in report order), and counts the
+// trials of complete cases that could not be graded (GradeErrors summed).
+// The HTML report reads it, so that every format shows the same rows.
+func (r Report) JudgeRows() (rows []JudgeRow, gradeErrors int) {
+	in, errs := r.judgeRows()
+	for _, x := range in {
+		rows = append(rows, JudgeRow{Variant: x.variant, VariantIndex: x.vi, JudgeIndex: x.ji, Label: judgeLabel(x.j), Stats: x.j})
+	}
+	return rows, errs
+}
+
+// FormatScore writes a judge's mean score, or an end of its interval, as
+// the reports show it: to 0.01.
+func FormatScore(x float64) string { return formatMean(x) }
 
 // writeJudges lists the judges' mean scores per variant.
 func (r Report) writeJudges(w io.Writer) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -75,6 +76,18 @@ type spec struct {
 	name func(string) string
 	// missing leaves out every missing-th trial (0: none).
 	missing int
+	// judges grade every graded trial after the fixture's two graders.
+	judges []judgeSpec
+}
+
+// judgeSpec is an LLM judge of a fixture: it scores the trials of the
+// variants it names (of all when none), on its scale, or errors on each
+// of them when errors is set.
+type judgeSpec struct {
+	grader, hash string
+	scale        grade.Scale
+	variants     []int
+	errors       bool
 }
 
 // makeFixture builds a run whose trials pass, fail, error (each cause),
@@ -188,6 +201,25 @@ func makeTrial(s spec, run string, k transcript.Key, ci, vi, n int, start time.T
 		g.Passed = ok && g.Trial.Status == transcript.Answered
 		if g.Trial.Status == transcript.TimedOut {
 			g.Failed = "timed out"
+		}
+		for ji, j := range s.judges {
+			if len(j.variants) > 0 && !slices.Contains(j.variants, vi) {
+				continue
+			}
+			r := grade.Result{Grader: j.grader, Judge: &grade.Verdict{Hash: j.hash, Model: "offline", Scale: j.scale}}
+			if j.errors {
+				r.Error = "the judge model answered in another shape"
+				if g.Errored == "" {
+					g.Errored = r.Grader + ": " + r.Error
+				}
+				g.Graded, g.Passed, g.Failed = false, false, ""
+			} else {
+				r.Judge.Score = float64(j.scale.Min + (ci*3+n+ji)%(j.scale.Max-j.scale.Min+1))
+				r.Passed = 2*r.Judge.Score >= float64(j.scale.Min+j.scale.Max)
+				r.Judge.Verdict = map[bool]string{true: "pass", false: "fail"}[r.Passed]
+				r.Judge.Rationale = s.name("the answer names the forecast")
+			}
+			g.Results = append(g.Results, r)
 		}
 	}
 	return t, g

@@ -7,11 +7,12 @@
 // Its numbers are those of a report.Report, the value that `mst report
 // --json` prints: the page shows them as they are and embeds the Report
 // itself as JSON. The page is rendered on the Go side for everything a
-// report holds (the chart, the variants, the comparisons, the errored
-// trials by cause, the case × variant grid, run.json); the transcripts are
-// one small JSON document each, in a <script type="application/json">
-// element, parsed and rendered by the page's script only when one is
-// opened, so that a run of ten thousand trials loads as fast as a small one.
+// report holds (the chart, the variants, pass@k, the judges' scores, the
+// comparisons, the errored trials by cause, the case × variant grid,
+// run.json); the transcripts are one small JSON document each, in a
+// <script type="application/json"> element, parsed and rendered by the
+// page's script only when one is opened, so that a run of ten thousand
+// trials loads as fast as a small one.
 //
 // Everything that comes from a run (names, messages, tool arguments and
 // results, error texts) is text to the page: the Go side escapes it with

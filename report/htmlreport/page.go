@@ -49,6 +49,7 @@ var funcs = template.FuncMap{
 	"ms":    millis,
 	"p":     pValue,
 	"diff":  signed,
+	"score": score,
 	"ptr":   func(x float64) *float64 { return &x },
 }
 
@@ -62,15 +63,19 @@ type page struct {
 	Policy string
 	// ReportJSON is the Report as `mst report --json` prints it; MetaJSON
 	// holds the case and variant names the script needs.
-	ReportJSON   template.JS
-	MetaJSON     template.JS
-	RunJSON      string
-	Chart        chart
-	Variants     []variantRow
-	Rows         []gridRow
-	Errors       []errorSection
-	HasPassK     bool
-	PassKs       []int
+	ReportJSON template.JS
+	MetaJSON   template.JS
+	RunJSON    string
+	Chart      chart
+	Variants   []variantRow
+	Rows       []gridRow
+	Errors     []errorSection
+	HasPassK   bool
+	PassKs     []int
+	// Judges are the rows of the judge table, in the text report's order;
+	// GradeErrors counts the trials that could not be graded.
+	Judges       []judgeRow
+	GradeErrors  int
 	caseIndex    map[string]int
 	variantIndex map[string]int
 }
@@ -111,6 +116,11 @@ func newPage(rep report.Report, rec transcript.Run) *page {
 		}
 		p.Rows = append(p.Rows, row)
 	}
+	rows, gradeErrors := rep.JudgeRows()
+	for _, r := range rows {
+		p.Judges = append(p.Judges, newJudgeRow(r))
+	}
+	p.GradeErrors = gradeErrors
 	if k := rep.Run.TrialsPerCase; k >= 2 {
 		p.HasPassK = true
 		for j := 1; j <= k; j++ {
@@ -189,6 +199,18 @@ func (p *page) sortKeys(keys []transcript.Key) {
 type variantRow struct {
 	Index int
 	V     report.VariantStats
+}
+
+// judgeRow is one row of the judge table. Name is the judge's grader
+// name, cut to fit; Suffix is what its label adds to it (" #" and the
+// start of its hash), never cut, so that judges of one name stay apart.
+type judgeRow struct {
+	report.JudgeRow
+	Name, Suffix string
+}
+
+func newJudgeRow(r report.JudgeRow) judgeRow {
+	return judgeRow{JudgeRow: r, Name: short(text(r.Stats.Grader), 120), Suffix: text(strings.TrimPrefix(r.Label, r.Stats.Grader))}
 }
 
 type gridRow struct {
@@ -375,6 +397,15 @@ func millis(ms *float64) string {
 		s := int(math.Round(v / 1000))
 		return fmt.Sprintf("%dm%02ds", s/60, s%60)
 	}
+}
+
+// score shows a judge's score as the other reports do, or "–" when there
+// is none.
+func score(x *float64) string {
+	if x == nil {
+		return "–"
+	}
+	return report.FormatScore(*x)
 }
 
 func signed(x *float64) string {

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"testing"
 
 	"github.com/mst-eval/mst/internal/chromiumtest"
@@ -27,6 +28,14 @@ type jsonReport struct {
 			K               json.Number
 			PassAt, PassHat *json.Number
 		} `json:"passK"`
+		Judges []struct {
+			Grader, Hash                   string
+			Scale                          struct{ Min, Max json.Number }
+			Scored, Passed, Errored, Cases json.Number
+			Mean                           *json.Number
+			Interval                       *struct{ Low, High json.Number }
+		} `json:"judges"`
+		GradeErrors json.Number `json:"gradeErrors"`
 	} `json:"variants"`
 	Cases []struct {
 		Variants []struct{ Passed, Graded json.Number } `json:"variants"`
@@ -79,6 +88,12 @@ const pageNumbers = `(() => {
     })),
     passK: [...document.querySelectorAll("#passk tbody tr")].map(tr => [...tr.querySelectorAll("td")].map(td => td.getAttribute("data-field") + td.getAttribute("data-k") + "=" + td.getAttribute("data-value"))),
     cells: [...document.querySelectorAll("#cases tbody tr")].map(tr => [...tr.querySelectorAll("td.cell")].map(td => txt(td, "passed") + "/" + txt(td, "graded"))),
+    judges: [...document.querySelectorAll("#judge-table tbody tr")].map(tr => ({
+      variant: tr.getAttribute("data-variant"), judge: tr.getAttribute("data-judge"),
+      mean: val(tr, "mean"), meanText: txt(tr, "mean"), low: val(tr, "low"), high: val(tr, "high"), lowText: txt(tr, "low"), highText: txt(tr, "high"),
+      scale: txt(tr, "scale"), passed: txt(tr, "passed"), scored: txt(tr, "scored"), errored: txt(tr, "errored"),
+    })),
+    gradeErrors: txt(document, "gradeErrors"),
     comparisons: [...document.querySelectorAll("#comparison-table tbody tr")].map(tr => ({
       meanA: val(tr, "meanA"), meanB: val(tr, "meanB"), diff: val(tr, "meanDifference"), p: val(tr, "signTestP"),
       low: val(tr, "low"), high: val(tr, "high"), bBetter: txt(tr, "bBetter"), aBetter: txt(tr, "aBetter"), ties: txt(tr, "ties"),
@@ -92,8 +107,13 @@ type shownNumbers struct {
 		Rate, RateText, Low, High, LowText, HighText string
 		Passed, Graded, Cases, Missing, Errored      string
 	}
-	PassK       [][]string
-	Cells       [][]string
+	PassK  [][]string
+	Cells  [][]string
+	Judges []struct {
+		Variant, Judge, Mean, MeanText, Low, High, LowText, HighText string
+		Scale, Passed, Scored, Errored                               string
+	}
+	GradeErrors string
 	Comparisons []struct {
 		MeanA, MeanB, Diff, P, Low, High string
 		BBetter, ABetter, Ties           string
@@ -150,6 +170,7 @@ func CheckNumbers(t *testing.T, p *chromiumtest.Page, reportJSON []byte) {
 			check("pass@k and pass^k", fmt.Sprint(got.PassK[i]), fmt.Sprint(pk))
 		}
 	}
+	checkJudges(t, got, want)
 	if len(got.Cells) != len(want.Cases) {
 		t.Fatalf("the grid has %d rows, --json %d cases", len(got.Cells), len(want.Cases))
 	}
@@ -177,6 +198,59 @@ func CheckNumbers(t *testing.T, p *chromiumtest.Page, reportJSON []byte) {
 			t.Errorf("comparison %d: the page shows %s, --json says %s", i, gs, ws)
 		}
 	}
+}
+
+// checkJudges compares the page's judge table with each variant's judges
+// in --json: one row per judge and variant, its numbers as --json has
+// them (and shown to 0.01), and the count of trials no judge could grade.
+func checkJudges(t *testing.T, got shownNumbers, want jsonReport) {
+	t.Helper()
+	rows := map[string]int{}
+	for i, r := range got.Judges {
+		rows[r.Variant+"/"+r.Judge] = i
+	}
+	judges, gradeErrors := 0, 0
+	for vi, v := range want.Variants {
+		n, _ := v.GradeErrors.Int64()
+		gradeErrors += int(n)
+		for ji, w := range v.Judges {
+			judges++
+			i, ok := rows[fmt.Sprintf("%d/%d", vi, ji)]
+			if !ok {
+				t.Errorf("variant %d judge %d (%s #%s): not in the page's judge table", vi, ji, w.Grader, w.Hash)
+				continue
+			}
+			g := got.Judges[i]
+			wl, wh, wlt, wht := "absent", "absent", "absent", "absent"
+			if w.Interval != nil {
+				wl, wh, wlt, wht = w.Interval.Low.String(), w.Interval.High.String(), scoreText(&w.Interval.Low), scoreText(&w.Interval.High)
+			}
+			meanText := "–"
+			if w.Mean != nil {
+				meanText = scoreText(w.Mean)
+				if w.Interval != nil {
+					meanText += " [" + wlt + ", " + wht + "]"
+				}
+			}
+			gs := fmt.Sprint(g.Mean, g.MeanText, g.Low, g.High, g.LowText, g.HighText, g.Scale, g.Passed, g.Scored, g.Errored)
+			ws := fmt.Sprint(numText(w.Mean), meanText, wl, wh, wlt, wht, w.Scale.Min.String()+"–"+w.Scale.Max.String(), w.Passed, w.Scored, w.Errored)
+			if gs != ws {
+				t.Errorf("variant %d judge %d (%s #%s): the page shows %s, --json says %s", vi, ji, w.Grader, w.Hash, gs, ws)
+			}
+		}
+	}
+	if len(got.Judges) != judges {
+		t.Errorf("the page's judge table has %d rows, --json has %d judges", len(got.Judges), judges)
+	}
+	if wantErrs := fmt.Sprint(gradeErrors); gradeErrors == 0 && got.GradeErrors != "absent" || gradeErrors > 0 && got.GradeErrors != wantErrs {
+		t.Errorf("trials no judge could grade: the page shows %q, --json says %d", got.GradeErrors, gradeErrors)
+	}
+}
+
+// scoreText is a judge's score as the reports show it.
+func scoreText(n *json.Number) string {
+	f, _ := n.Float64()
+	return strconv.FormatFloat(f, 'f', 2, 64)
 }
 
 // OpenCell clicks a cell of the grid and waits for its transcript.
