@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -134,10 +135,13 @@ func addJudgeStats(r *Report, trials []Trial, vIndex, cIndex map[string]int, com
 // with G − 1 degrees of freedom, cut to the scale. With one trial per case
 // it is the usual t interval of a mean. Nil interval below two cases.
 func clusteredMean(byCase map[int][]float64, sc grade.Scale) (*float64, *Interval) {
+	// The cases are summed in one order, so two builds of one report
+	// (its text and its --json, the HTML page) agree to the last digit.
+	cases := slices.Sorted(maps.Keys(byCase))
 	var n int
 	var sum float64
-	for _, xs := range byCase {
-		for _, x := range xs {
+	for _, c := range cases {
+		for _, x := range byCase[c] {
 			sum += x
 			n++
 		}
@@ -151,9 +155,9 @@ func clusteredMean(byCase map[int][]float64, sc grade.Scale) (*float64, *Interva
 		return &m, nil
 	}
 	var s float64
-	for _, xs := range byCase {
+	for _, c := range cases {
 		var d float64
-		for _, x := range xs {
+		for _, x := range byCase[c] {
 			d += x - m
 		}
 		s += d * d

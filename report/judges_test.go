@@ -84,3 +84,25 @@ func TestJudgeStatsOneCase(t *testing.T) {
 		t.Errorf("a report without judges has judges")
 	}
 }
+
+// TestJudgeStatsExact: the same trials give the same judge mean and
+// interval to the last bit, however often the report is built (the text
+// report, its --json and the HTML page are built apart, and must agree).
+func TestJudgeStatsExact(t *testing.T) {
+	in := Input{Run: transcript.Run{ID: "r", Variants: []string{"v"}, Trials: 3}}
+	// Scores whose sum depends on the order of addition in floating point.
+	for c := range 40 {
+		id := "case-" + strings.Repeat("x", c%3) + string(rune('a'+c%26)) + string(rune('0'+c/26))
+		in.Cases = append(in.Cases, id)
+		for i := range 3 {
+			in.Trials = append(in.Trials, judged(id, "v", i+1, map[string]float64{"x": 1 + float64((c*7+i*3)%9)/2.3}))
+		}
+	}
+	first := Build(in).Variants[0].Judges[0]
+	for range 50 {
+		got := Build(in).Variants[0].Judges[0]
+		if *got.Mean != *first.Mean || got.Interval.Low != first.Interval.Low || got.Interval.High != first.Interval.High {
+			t.Fatalf("a second build gave mean %v [%v, %v], the first %v [%v, %v]", *got.Mean, got.Interval.Low, got.Interval.High, *first.Mean, first.Interval.Low, first.Interval.High)
+		}
+	}
+}
