@@ -330,8 +330,13 @@ func TestGradeShardLost(t *testing.T) {
 		}
 		return nil
 	})
-	if len(first) == 0 || len(first) > int(hold.passed.Load()) || len(first) == 12 {
-		t.Fatalf("after the kill set 1 holds %d grades, with %d judge answers given; want some, at most the answers, not all", len(first), hold.passed.Load())
+	// On a loaded machine the kill may land before any grade came back:
+	// then nothing is kept, which is still right.
+	if len(first) > int(hold.passed.Load()) || len(first) == 12 {
+		t.Fatalf("after the kill set 1 holds %d grades, with %d judge answers given; want at most the answers, not all", len(first), hold.passed.Load())
+	}
+	if len(first) == 0 {
+		t.Logf("the kill came before any grade was back: the resume grades every trial")
 	}
 
 	before := len(fake.Requests())
