@@ -581,16 +581,11 @@ func (r *DirRun) appendGrades(name string, gs []grade.TrialGrade) error {
 	if len(gs) == 0 {
 		return nil
 	}
-	var b bytes.Buffer
-	for _, g := range gs {
-		line, err := json.Marshal(g)
-		if err != nil {
-			return err
-		}
-		b.Write(line)
-		b.WriteByte('\n')
+	lines, err := EncodeGrades(gs)
+	if err != nil {
+		return err
 	}
-	data := r.redact.Bytes(b.Bytes())
+	data := r.redact.Bytes(lines)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	f, err := os.OpenFile(r.path(name), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
@@ -743,4 +738,19 @@ func eachLine(rd io.Reader, fn func(line []byte, last bool) error) error {
 			return err
 		}
 	}
+}
+
+// EncodeGrades is gs as a grade log's lines: one JSON object per grade,
+// each ending in a newline, the form every store appends.
+func EncodeGrades(gs []grade.TrialGrade) ([]byte, error) {
+	var b bytes.Buffer
+	for _, g := range gs {
+		line, err := json.Marshal(g)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(line)
+		b.WriteByte('\n')
+	}
+	return b.Bytes(), nil
 }

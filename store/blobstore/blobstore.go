@@ -636,14 +636,9 @@ func (r *Run) appendGrades(ctx context.Context, dir string, gs []grade.TrialGrad
 	if len(gs) == 0 {
 		return nil
 	}
-	var b bytes.Buffer
-	for _, g := range gs {
-		line, err := json.Marshal(g)
-		if err != nil {
-			return err
-		}
-		b.Write(line)
-		b.WriteByte('\n')
+	lines, err := store.EncodeGrades(gs)
+	if err != nil {
+		return err
 	}
 	r.mu.Lock()
 	n := max(r.s.now().UnixNano(), r.lastGrade+1)
@@ -652,7 +647,7 @@ func (r *Run) appendGrades(ctx context.Context, dir string, gs []grade.TrialGrad
 	var tag [4]byte
 	rand.Read(tag[:])
 	name := fmt.Sprintf("%s/%020d-%s.jsonl", dir, n, hex.EncodeToString(tag[:]))
-	if err := r.write(ctx, name, b.Bytes(), true); err != nil {
+	if err := r.write(ctx, name, lines, true); err != nil {
 		return describe(r.where(name), "appending grades", err)
 	}
 	return nil
