@@ -77,7 +77,7 @@ func Definition() *runner.Definition {
 		Remove:      Remove,
 		// With the env option, a cancelled command is stopped inside its
 		// pod.
-		MachineCommands: []runner.MachineCommand{runner.StopExecCommand()},
+		MachineCommands: []runner.MachineCommand{runner.StopExecCommand(), runner.RelayCommand()},
 	}
 }
 

@@ -3,11 +3,13 @@ package kubernetes
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"path"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mst-eval/mst/runner"
@@ -83,27 +85,49 @@ func commandArgv(set settings, marker string, argv []string) []string {
 	return append([]string{set.env, runner.ExecMarkerEnv + "=" + marker}, argv...)
 }
 
-// Exec runs argv in the pod with kubectl exec --stdin. When ctx ends, the
-// command's stdin is closed; with the env option its processes in the pod
-// are then sent SIGTERM, and SIGKILL after the runner's stop grace; without
-// it, kubectl is sent SIGTERM (and killed after the grace), and the command
-// ends when it reads the end of its stdin or with the pod. A non-zero exit
-// comes back as an *exec.ExitError, whose ExitCode is the command's
-// (kubectl exits with it).
+// Exec runs argv in the pod with kubectl exec --stdin, under mst's hidden
+// `runner relay` (see runner.RunRelayed): kubectl exec can close the
+// connection before the last of a command's stdout has come through, and
+// exit 0 all the same, so the relay holds the command's end until this
+// side has read all of it. When ctx ends, the command's stdin is closed;
+// with the env option its processes in the pod are then sent SIGTERM, and
+// SIGKILL after the runner's stop grace; without it, kubectl is sent
+// SIGTERM (and killed after the grace), and the command ends when it reads
+// the end of its stdin or with the pod. A non-zero exit comes back as an
+// error with the command's ExitCode.
 func (p *pod) Exec(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(argv) == 0 {
 		return fmt.Errorf("exec in %s: no command", p.ID())
 	}
+	if err := p.relayed(ctx, argv, stdin, stdout, stderr); err != nil {
+		return fmt.Errorf("%s in %s: %w", argv[0], p.ID(), err)
+	}
+	return nil
+}
+
+// relayed runs argv in the pod under the relay, stopping it as Exec says.
+func (p *pod) relayed(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	marker := runner.NewMarker()
 	stop := clicmd.Stop{Grace: p.grace}
 	if p.set.env != "" {
 		stop.Remote = func(ctx context.Context) error { return p.stopExec(ctx, marker) }
 	}
-	args := p.kubectl.execArgs(p.name, true, commandArgv(p.set, marker, argv)...)
-	if err := p.kubectl.cli.Exec(ctx, args, stdin, stdout, stderr, stop); err != nil {
-		return fmt.Errorf("%s in %s: %w", argv[0], p.ID(), err)
+	args := p.kubectl.execArgs(p.name, true, commandArgv(p.set, marker, runner.RelayArgv(p.set.mst, argv))...)
+	// kubectl's own stderr and the command's come from two goroutines.
+	errOut := &lockedWriter{w: stderr}
+	var execErr error
+	err := runner.RunRelayed(func(in io.Reader, out io.Writer) error {
+		execErr = p.kubectl.cli.Exec(ctx, args, in, out, errOut, stop)
+		return execErr
+	}, stdin, stdout, errOut)
+	switch {
+	case ctx.Err() != nil && execErr != nil:
+		// Stopped: say so, rather than the code the stop ended it with.
+		return execErr
+	case errors.Is(err, runner.ErrRelayCut):
+		return fmt.Errorf("kubectl exec: %w (kubectl exits 0 in this case: kubernetes/kubernetes#124571)", err)
 	}
-	return nil
+	return err
 }
 
 // stopExec stops the processes of the command marked with marker, through
@@ -150,11 +174,51 @@ func (p *pod) CopyTo(ctx context.Context, localDir, remoteDir string) error {
 
 // CopyFrom copies the file or folder remotePath in the pod to localPath,
 // making the folders above it. Each file is written under a temporary name
-// and renamed, so a reader never sees half of one.
+// and renamed, so a reader never sees half of one. tar runs under the
+// relay, as Exec's commands do, so a stream cut short is an error.
 func (p *pod) CopyFrom(ctx context.Context, remotePath, localPath string) error {
-	read := func(r io.Reader) error { return runner.ReadTar(r, localPath) }
-	if err := p.kubectl.cli.RunReading(ctx, read, p.kubectl.execArgs(p.name, false, tarArgv(p.set, remotePath)...)...); err != nil {
+	pr, pw := io.Pipe()
+	read := make(chan error, 1)
+	go func() {
+		err := runner.ReadTar(pr, localPath)
+		// Drain, so that tar can end.
+		io.Copy(io.Discard, pr)
+		read <- err
+	}()
+	var stderr bytes.Buffer
+	err := p.relayed(ctx, tarArgv(p.set, remotePath), nil, pw, &stderr)
+	pw.CloseWithError(err)
+	rerr := <-read
+	if err != nil {
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			err = fmt.Errorf("%w: %s", err, lastLines(msg, 5))
+		}
 		return fmt.Errorf("copying %s:%s to %s: %w", p.ID(), remotePath, localPath, err)
 	}
+	if rerr != nil {
+		return fmt.Errorf("copying %s:%s to %s: %w", p.ID(), remotePath, localPath, rerr)
+	}
 	return nil
+}
+
+// lockedWriter serializes writes to w. It is no io.ReaderFrom, so a copy
+// into it writes in pieces rather than reading straight into w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }

@@ -71,6 +71,27 @@ func RunMachine(t *testing.T, newMachine func(t *testing.T) runner.Machine) {
 			t.Errorf("Exec(dd 4 MiB) gave %d bytes on stdout, want %d", stdout.n, 4<<20)
 		}
 	})
+	t.Run("ExecLargeOutputParallel", func(t *testing.T) {
+		t.Parallel()
+		m := machine(t)
+		// Several large outputs at once, each ending as its command exits:
+		// a channel that closes before the last bytes have come through
+		// (kubectl exec can) loses the end of some of them.
+		const n = 6
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				var stdout countingWriter
+				err := m.Exec(t.Context(), []string{"dd", "if=/dev/zero", "bs=65536", "count=32"}, strings.NewReader(""), &stdout, &bytes.Buffer{})
+				if err != nil {
+					t.Errorf("Exec %d of %d (dd 2 MiB) = %v", i+1, n, err)
+				} else if stdout.n != 2<<20 {
+					t.Errorf("Exec %d of %d (dd 2 MiB) gave %d bytes on stdout, want %d", i+1, n, stdout.n, 2<<20)
+				}
+			})
+		}
+		wg.Wait()
+	})
 	t.Run("ExecExitCode", func(t *testing.T) {
 		t.Parallel()
 		m := machine(t)
