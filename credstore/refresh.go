@@ -264,8 +264,9 @@ func redact(s string, secrets []string) string {
 // connector server whose access token it is; a server in a request's
 // Servers gets its token under each name that maps to it. Names and
 // servers it does not know are left out. A server whose token cannot be
-// had is left out and logged, unless none can be had: then the error says
-// why for each.
+// had is logged, and each of its names comes back Refused with the reason
+// (which names the server and the `mst auth` command that mends a refused
+// grant, and holds no secret).
 func ShardTokens(t *Tokens, names map[string]string) shard.TokenSource {
 	return shardTokens{t, names}
 }
@@ -293,20 +294,16 @@ func (s shardTokens) Tokens(ctx context.Context, req shard.NeedTokens) (map[stri
 		return nil, nil
 	}
 	out := map[string]shard.Token{}
-	var errs []error
 	for _, server := range slices.Sorted(maps.Keys(want)) {
 		access, expires, err := s.t.Token(ctx, server)
+		tok := shard.Token{Value: access, Expires: expires}
 		if err != nil {
 			s.t.logger().Warn("no access token for a worker", "server", server, "err", err)
-			errs = append(errs, err)
-			continue
+			tok = shard.Token{Refused: err.Error()}
 		}
 		for _, name := range want[server] {
-			out[name] = shard.Token{Value: access, Expires: expires}
+			out[name] = tok
 		}
-	}
-	if len(out) == 0 {
-		return nil, errors.Join(errs...)
 	}
 	return out, nil
 }

@@ -538,10 +538,10 @@ func TestTokensNoSecretInErrorsOrLogs(t *testing.T) {
 	// Through the shard adapter too, which logs what it cannot serve.
 	src := credstore.ShardTokens(e.tokens, map[string]string{"OK_TOKEN": "ok", "ECHOED_TOKEN": "echoed"})
 	got, err := src.Tokens(t.Context(), shard.NeedTokens{Servers: []string{"ok", "echoed"}})
-	if err != nil || len(got) != 1 {
-		t.Errorf("ShardTokens gave %d tokens, %v; want OK_TOKEN alone", len(got), err)
+	if err != nil || len(got) != 2 || got["OK_TOKEN"].Value == "" || got["ECHOED_TOKEN"].Refused == "" || got["ECHOED_TOKEN"].Value != "" {
+		t.Errorf("ShardTokens gave %+v, %v; want OK_TOKEN's value and ECHOED_TOKEN refused", got, err)
 	}
-	texts = append(texts, e.logs.String())
+	texts = append(texts, e.logs.String(), got["ECHOED_TOKEN"].Refused)
 	for _, text := range texts {
 		for _, v := range secrets {
 			if v != "" && strings.Contains(text, v) {
@@ -559,32 +559,41 @@ func TestShardTokens(t *testing.T) {
 	e.authorize(t, "alpha", time.Hour)
 	e.authorize(t, "beta", time.Hour)
 	src := credstore.ShardTokens(e.tokens, map[string]string{"A1": "alpha", "A2": "alpha", "B": "beta", "C": "gamma"})
+	// names lists the names with a value, then those refused (each with
+	// a reason that says to run mst auth).
 	names := func(m map[string]shard.Token) string {
-		var out []string
+		var out, refused []string
 		for k, v := range m {
-			if v.Value == "" || v.Expires.IsZero() {
+			switch {
+			case v.Refused != "":
+				if v.Value != "" || !strings.Contains(v.Refused, "mst auth") {
+					t.Errorf("token %s: refused %q with a value, or without saying to run mst auth", k, v.Refused)
+				}
+				refused = append(refused, k)
+			case v.Value == "" || v.Expires.IsZero():
 				t.Errorf("token %s has no value or no expiry", k)
+			default:
+				out = append(out, k)
 			}
-			out = append(out, k)
 		}
 		slices.Sort(out)
-		return strings.Join(out, ",")
+		slices.Sort(refused)
+		return strings.Join(out, ",") + "/" + strings.Join(refused, ",")
 	}
 	for _, c := range []struct {
-		req     shard.NeedTokens
-		want    string
-		wantErr bool
+		req  shard.NeedTokens
+		want string
 	}{
-		{shard.NeedTokens{Servers: []string{"alpha"}}, "A1,A2", false},
-		{shard.NeedTokens{Names: []string{"B"}}, "B", false},
-		{shard.NeedTokens{Names: []string{"A2"}, Servers: []string{"beta"}}, "A2,B", false},
-		{shard.NeedTokens{Names: []string{"nope"}, Servers: []string{"delta"}}, "", false},
-		{shard.NeedTokens{Names: []string{"B", "C"}}, "B", false}, // gamma has no grant: left out
-		{shard.NeedTokens{Names: []string{"C"}}, "", true},
+		{shard.NeedTokens{Servers: []string{"alpha"}}, "A1,A2/"},
+		{shard.NeedTokens{Names: []string{"B"}}, "B/"},
+		{shard.NeedTokens{Names: []string{"A2"}, Servers: []string{"beta"}}, "A2,B/"},
+		{shard.NeedTokens{Names: []string{"nope"}, Servers: []string{"delta"}}, "/"},
+		{shard.NeedTokens{Names: []string{"B", "C"}}, "B/C"}, // gamma has no grant
+		{shard.NeedTokens{Names: []string{"C"}}, "/C"},
 	} {
 		got, err := src.Tokens(t.Context(), c.req)
-		if (err != nil) != c.wantErr || names(got) != c.want {
-			t.Errorf("Tokens(%+v) = %s, %v; want %s (error %t)", c.req, names(got), err, c.want, c.wantErr)
+		if err != nil || names(got) != c.want {
+			t.Errorf("Tokens(%+v) = %s, %v; want %s", c.req, names(got), err, c.want)
 		}
 	}
 }

@@ -75,6 +75,9 @@ type ServerConfig struct {
 	// URL is the http:// or https:// endpoint of a streamable-HTTP server.
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
+	// OAuth, when set, makes the server a connector server: its access
+	// tokens come from the grant `mst auth` stored.
+	OAuth *OAuth `json:"oauth,omitempty"`
 	// StartupTimeout bounds connecting and listing tools; zero means the
 	// servers package's default.
 	StartupTimeout Duration `json:"startupTimeout,omitempty"`
@@ -82,6 +85,18 @@ type ServerConfig struct {
 	Writes []string `json:"writes,omitempty"`
 	// Simulated gives what a dry run answers a tool's calls with.
 	Simulated map[string]SimulatedResult `json:"simulated,omitempty"`
+}
+
+// OAuth is how `mst auth` authorises a connector server.
+type OAuth struct {
+	// Scopes to ask for; none means those the server's metadata names.
+	Scopes []string `json:"scopes,omitempty"`
+	// ClientID is a client registered beforehand; "" registers one
+	// dynamically.
+	ClientID string `json:"clientId,omitempty"`
+	// ClientSecret is a ${secret:NAME} reference to the preregistered
+	// client's secret, "" for a public client.
+	ClientSecret string `json:"clientSecret,omitempty"`
 }
 
 // SimulatedResult is the config form of servers.SimulatedResult.

@@ -326,8 +326,24 @@ func (l *loader) checkServers(root map[string]any) {
 				}
 			}
 		case hasCmd:
-			if _, has := s["headers"]; has {
-				l.add(child(at, "headers"), "only an HTTP server (one with url) takes headers")
+			for _, k := range []string{"headers", "oauth"} {
+				if _, has := s[k]; has {
+					l.add(child(at, k), "only an HTTP server (one with url) takes "+k)
+				}
+			}
+		}
+		if o, ok := s["oauth"].(map[string]any); ok {
+			if h, ok := s["headers"].(map[string]any); ok {
+				for k := range h {
+					if strings.EqualFold(k, "Authorization") {
+						l.add(child(child(at, "headers"), k), "a connector server (one with oauth) gets its Authorization header from its OAuth grant; remove this header, or remove oauth and keep the header")
+					}
+				}
+			}
+			if _, has := o["clientSecret"]; has {
+				if _, hasID := o["clientId"]; !hasID {
+					l.add(child(child(at, "oauth"), "clientSecret"), "a client secret belongs to a preregistered client: set oauth.clientId too")
+				}
 			}
 		}
 		if us, ok := u.(string); ok && us != "" {

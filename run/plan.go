@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -337,10 +338,17 @@ func (p *Plan) resolveSettings(clients *client.Registry) error {
 		var list []servers.Server
 		for _, n := range v.Servers {
 			sc := p.Config.Servers[n]
-			list = append(list, serverOf(n, sc, v))
+			s := serverOf(n, sc, v)
+			if sc.OAuth != nil {
+				s.OAuth = &servers.OAuth{Token: p.ConnectorTokens()[n]}
+			}
+			list = append(list, s)
 		}
 		if !def.ProxiedServers {
 			for _, s := range list {
+				if s.OAuth != nil {
+					return fmt.Errorf("%s: variants.%s: client %s starts the servers itself, without MST's proxy, so it cannot keep connector server %s's access token fresh during the run; use a client that takes MST's proxy (mst clients)", p.Config.File, name, v.Client, s.Name)
+				}
 				if s.Proxied() {
 					return fmt.Errorf("%s: variants.%s: client %s starts the servers itself, without MST's proxy, so it cannot rename tools, change their titles or parameter descriptions, run dry or inject faults (server %s); use a client that takes them (mst clients), or drop these settings from the variant", p.Config.File, name, v.Client, s.Name)
 				}
@@ -648,6 +656,33 @@ func (r *Resumed) remaining(ctx context.Context, planned []transcript.Key, retry
 		r.Replace[k] = true
 	}
 	return nil
+}
+
+// ConnectorTokens maps each connector server of the config (one with
+// oauth) to the name its access token travels under
+// (servers.TokenNames).
+func (p *Plan) ConnectorTokens() map[string]string {
+	var names []string
+	for _, n := range slices.Sorted(maps.Keys(p.Config.Servers)) {
+		if p.Config.Servers[n].OAuth != nil {
+			names = append(names, n)
+		}
+	}
+	return servers.TokenNames(names)
+}
+
+// UsedConnectors lists, sorted, the connector servers the plan's variants
+// use.
+func (p *Plan) UsedConnectors() []string {
+	seen := map[string]bool{}
+	for _, name := range p.Variants {
+		for _, n := range p.Config.Variants[name].Servers {
+			if p.Config.Servers[n].OAuth != nil {
+				seen[n] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // serverOf is server n as variant v uses it: its declaration, the

@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/mst-eval/mst/client"
+	"github.com/mst-eval/mst/credstore"
 	"github.com/mst-eval/mst/dataset"
 	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/internal/traces"
@@ -74,6 +75,11 @@ type Options struct {
 	// a worker gets to end once its stdin closes); zero means the
 	// defaults. Tests set them short.
 	Heartbeat, Silence, StopGrace time.Duration
+	// Credentials is the credential store that holds the grants of the
+	// plan's connector servers (mst auth); the coordinator mints their
+	// access tokens from it for the workers. nil: workers get none, and
+	// the trials that use a connector server error.
+	Credentials credstore.Store
 	// GradeOn, when set, grades the run on a runner's machines once its
 	// trials are collected (mst run --grade-runner), instead of here as
 	// each trial arrives.
@@ -319,6 +325,7 @@ func runShards(ctx context.Context, p *Plan, o Options, rn runner.Runner, rec tr
 	if col.grading.judges != nil {
 		col.grading.judges.Acquire = JudgeLimits(coord.Limits) // judges share the trials' caps
 	}
+	coord.TokenSource = connectorTokens(p, o)
 	staging, err := runner.TempFolder("mst-bundles-", rec.ID)
 	if err != nil {
 		return nil, err
@@ -806,4 +813,19 @@ func isRemote(st store.Run) bool {
 	}
 	r, ok := st.(store.Remote)
 	return ok && r.Remote()
+}
+
+// connectorTokens is the coordinator's token source for the plan's
+// connector servers: access tokens minted from o.Credentials' grants,
+// refreshed there (the grants never leave this process). nil when the
+// plan has none or there is no store.
+func connectorTokens(p *Plan, o Options) shard.TokenSource {
+	if o.Credentials == nil || len(p.UsedConnectors()) == 0 {
+		return nil
+	}
+	names := map[string]string{}
+	for server, token := range p.ConnectorTokens() {
+		names[token] = server
+	}
+	return credstore.ShardTokens(&credstore.Tokens{Store: o.Credentials, Eval: p.Config.File, Logger: o.Logger}, names)
 }

@@ -123,8 +123,18 @@ func (c *Conn) transport() (mcp.Transport, error) {
 			}
 		}
 		hc := &http.Client{}
+		var rt http.RoundTripper = http.DefaultTransport
 		if len(s.Headers) > 0 {
-			hc.Transport = headerTransport{headers: s.Headers, base: http.DefaultTransport}
+			rt = headerTransport{headers: s.Headers, base: rt}
+		}
+		if s.OAuth != nil {
+			if s.Bearer == nil {
+				return nil, fmt.Errorf("%w: it is a connector server, and this worker has no way to get its access token", ErrServer)
+			}
+			rt = bearerTransport{server: s.Name, bearer: s.Bearer, base: rt}
+		}
+		if rt != http.DefaultTransport {
+			hc.Transport = rt
 		}
 		return &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}, nil
 	}
@@ -505,6 +515,41 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return h.base.RoundTrip(r)
 }
+
+// bearerTransport sends a connector server's current access token with
+// each request. When there is none it sends nothing and says why; the
+// reason names the server and what to do, and never holds a value.
+type bearerTransport struct {
+	server string
+	bearer func(ctx context.Context) (string, error)
+	base   http.RoundTripper
+}
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	tok, err := b.bearer(r.Context())
+	if err != nil {
+		if r.Body != nil {
+			r.Body.Close()
+		}
+		return nil, &TokenError{Server: b.server, Err: err}
+	}
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+tok)
+	return b.base.RoundTrip(r)
+}
+
+// TokenError is a request to a connector server that went out without
+// one because there was no access token for it.
+type TokenError struct {
+	Server string
+	Err    error
+}
+
+func (e *TokenError) Error() string {
+	return fmt.Sprintf("no OAuth access token for connector server %s: %v", e.Server, e.Err)
+}
+
+func (e *TokenError) Unwrap() []error { return []error{ErrServer, e.Err} }
 
 // validHeaderName reports whether k is an HTTP header name (an RFC 9110
 // token).

@@ -4,6 +4,9 @@
 package servers
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"regexp"
@@ -32,6 +35,16 @@ type Server struct {
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
 
+	// OAuth marks a connector server: every request carries
+	// Authorization: Bearer with the current value of the access token
+	// named OAuth.Token, which the coordinator hands the worker. The
+	// plan, the bundle and run.json hold the name, never a value.
+	OAuth *OAuth `json:"oauth,omitempty"`
+	// Bearer gives the access token of a connector server at the moment
+	// of each request, or says why there is none. The worker sets it (see
+	// Resolve); it is never written anywhere.
+	Bearer func(ctx context.Context) (string, error) `json:"-"`
+
 	// StartupTimeout bounds connecting and listing tools; 0 means 30s.
 	StartupTimeout time.Duration `json:"startupTimeout,omitempty"`
 
@@ -52,6 +65,54 @@ type Server struct {
 	DryRun string `json:"dryRun,omitempty"`
 	// Faults are the variant's injected faults for this server, in order.
 	Faults []Fault `json:"faults,omitempty"`
+}
+
+// OAuth is what a worker knows of a connector server's authorization: the
+// name its access token travels under. The grant itself stays with the
+// coordinator.
+type OAuth struct {
+	Token string `json:"token"`
+}
+
+// TokenNamePrefix starts the name of every connector server's access
+// token.
+const TokenNamePrefix = "MST_OAUTH_"
+
+// TokenNames names the access token of each connector server in servers:
+// MST_OAUTH_ and the server's name in capitals with '-' as '_'; when two
+// names would come out the same (a-b and a_b, Notes and notes), each of
+// those gets a suffix of its own, from a hash of its name. Every name is
+// a shell variable name, as the secrets Set needs.
+func TokenNames(servers []string) map[string]string {
+	base := func(s string) string {
+		var b strings.Builder
+		b.WriteString(TokenNamePrefix)
+		for _, r := range s {
+			switch {
+			case r >= 'a' && r <= 'z':
+				b.WriteRune(r - 'a' + 'A')
+			case r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_':
+				b.WriteRune(r)
+			default:
+				b.WriteByte('_')
+			}
+		}
+		return b.String()
+	}
+	count := map[string]int{}
+	for _, s := range servers {
+		count[base(s)]++
+	}
+	out := make(map[string]string, len(servers))
+	for _, s := range servers {
+		name := base(s)
+		if count[name] > 1 {
+			sum := sha256.Sum256([]byte(s))
+			name += "_" + strings.ToUpper(hex.EncodeToString(sum[:4]))
+		}
+		out[s] = name
+	}
+	return out
 }
 
 // The dry-run modes of Server.DryRun.
@@ -120,8 +181,14 @@ type Fault struct {
 }
 
 // Proxied reports whether s asks for anything only MST's proxy can do:
-// renamed tools, new titles or parameter descriptions, dry runs, faults.
+// renamed tools, new titles or parameter descriptions, dry runs, faults,
+// an access token that is fresh at every request (a connector server).
 func (s Server) Proxied() bool {
+	if s.OAuth != nil {
+		// Its token changes during a run; only the proxy, which asks for
+		// it at each request, keeps up.
+		return true
+	}
 	for _, o := range s.Tools {
 		if o.Rewrites() {
 			return true

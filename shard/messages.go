@@ -164,6 +164,11 @@ type Tokens struct {
 	// A name without an entry does not expire. A worker asks for a fresh
 	// value (NeedTokens) before that time and drops the value at it.
 	Expires map[string]time.Time `json:"expires,omitempty"`
+	// Errors says, for a token the worker asked for and did not get, why
+	// not, in words fit for a trial's error (no value in them): a refused
+	// OAuth grant, say, with the command that mends it. A later value of
+	// the name replaces its error.
+	Errors map[string]string `json:"errors,omitempty"`
 }
 
 // tokensWire is Tokens as JSON: a value that is not valid UTF-8 (a secret
@@ -173,11 +178,12 @@ type tokensWire struct {
 	Values  map[string]string    `json:"values"`
 	Binary  map[string]string    `json:"binary,omitempty"`
 	Expires map[string]time.Time `json:"expires,omitempty"`
+	Errors  map[string]string    `json:"errors,omitempty"`
 }
 
 // MarshalJSON writes the values that are not valid UTF-8 under binary.
 func (t Tokens) MarshalJSON() ([]byte, error) {
-	w := tokensWire{Values: map[string]string{}, Expires: t.Expires}
+	w := tokensWire{Values: map[string]string{}, Expires: t.Expires, Errors: t.Errors}
 	for k, v := range t.Values {
 		if utf8.ValidString(v) {
 			w.Values[k] = v
@@ -197,7 +203,7 @@ func (t *Tokens) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	t.Values, t.Expires = w.Values, w.Expires
+	t.Values, t.Expires, t.Errors = w.Values, w.Expires, w.Errors
 	if t.Values == nil && len(w.Binary) > 0 {
 		t.Values = map[string]string{}
 	}

@@ -54,6 +54,10 @@ type Token struct {
 	Value string
 	// Expires is when Value stops working; the zero time means never.
 	Expires time.Time
+	// Refused, when set, says why there is no Value for this name (the
+	// text reaches the worker, and its trials' errors, as it is: it must
+	// hold no secret).
+	Refused string
 }
 
 // TokenSource gives a Coordinator the access tokens workers ask for. The
@@ -77,18 +81,40 @@ type TokenSource interface {
 // the tokens it returns to the worker. Every value joins c.Secrets before
 // it is sent; a value the Set refuses is not sent.
 func (c *Coordinator) answerNeedTokens(ctx context.Context, shard int, enc *Encoder, m *NeedTokens) {
+	// refuse tells the worker why none of the names it asked for come.
+	refuse := func(why string) {
+		if len(m.Names) == 0 {
+			return
+		}
+		reply := &Tokens{Values: map[string]string{}, Errors: map[string]string{}}
+		for _, n := range m.Names {
+			reply.Errors[n] = why
+		}
+		if err := enc.Write(reply); err != nil {
+			c.logger().Warn("sending tokens to a worker failed", "shard", shard, "err", err)
+		}
+	}
 	if c.TokenSource == nil {
 		c.logger().Warn("a worker asked for tokens, and this run has no token source", "shard", shard, "names", m.Names, "servers", m.Servers)
+		refuse("this run's coordinator has no credential store to get access tokens from")
 		return
 	}
 	got, err := c.TokenSource.Tokens(ctx, *m)
 	if err != nil {
 		c.logger().Warn("getting tokens for a worker failed", "shard", shard, "names", m.Names, "servers", m.Servers, "err", err)
+		refuse("the coordinator could not get it: " + err.Error())
 		return
 	}
 	reply := &Tokens{Values: map[string]string{}}
 	for _, name := range slices.Sorted(maps.Keys(got)) {
 		tok := got[name]
+		if tok.Refused != "" {
+			if reply.Errors == nil {
+				reply.Errors = map[string]string{}
+			}
+			reply.Errors[name] = tok.Refused
+			continue
+		}
 		if err := c.Secrets.Add(name, tok.Value); err != nil {
 			c.logger().Warn("not handing out a token", "shard", shard, "name", name, "err", err)
 			continue
@@ -101,7 +127,7 @@ func (c *Coordinator) answerNeedTokens(ctx context.Context, shard int, enc *Enco
 			reply.Expires[name] = tok.Expires
 		}
 	}
-	if len(reply.Values) == 0 {
+	if len(reply.Values) == 0 && len(reply.Errors) == 0 {
 		return
 	}
 	if err := enc.Write(reply); err != nil {
@@ -137,6 +163,12 @@ type workerTokens struct {
 	closed  bool
 	held    map[string]*heldToken
 	dropped map[string]bool
+	// pending are names asked for and not answered yet; refused says why
+	// the coordinator could not give a name. changed is closed (and
+	// replaced) whenever any of held, dropped, pending or refused changes.
+	pending map[string]bool
+	refused map[string]string
+	changed chan struct{}
 }
 
 // heldToken is the current value of one name, with its timers.
@@ -155,12 +187,71 @@ func (h *heldToken) stop() {
 }
 
 func newWorkerTokens(set *secrets.Set, logger *slog.Logger, fixed string, ask func(names []string)) *workerTokens {
-	return &workerTokens{set: set, logger: logger, ask: ask, fixed: fixed, held: map[string]*heldToken{}, dropped: map[string]bool{}}
+	return &workerTokens{set: set, logger: logger, ask: ask, fixed: fixed, held: map[string]*heldToken{}, dropped: map[string]bool{},
+		pending: map[string]bool{}, refused: map[string]string{}, changed: make(chan struct{})}
+}
+
+// broadcastLocked wakes every bearer call that waits. k.mu is held.
+func (k *workerTokens) broadcastLocked() {
+	close(k.changed)
+	k.changed = make(chan struct{})
+}
+
+// expect marks names as asked for: bearer waits for their answer.
+func (k *workerTokens) expect(names []string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, n := range names {
+		if k.held[n] == nil {
+			k.pending[n] = true
+		}
+	}
+}
+
+// bearer returns name's current value. While name is asked for and not
+// answered it waits, until the answer or ctx's end; with no value it says
+// why (what the coordinator said, or that the value expired).
+func (k *workerTokens) bearer(ctx context.Context, name string) (string, error) {
+	for {
+		k.mu.Lock()
+		h, reason, pending, dropped, changed, closed := k.held[name], k.refused[name], k.pending[name], k.dropped[name], k.changed, k.closed
+		k.mu.Unlock()
+		switch {
+		case closed:
+			return "", errors.New("the worker is ending")
+		case h != nil:
+			return h.value, nil
+		case pending:
+			// Asked for (at the start, or again before it expired): the
+			// answer is on its way.
+		case reason != "":
+			return "", errors.New(reason)
+		case dropped:
+			return "", errors.New("its access token expired before the coordinator sent a fresh one (see the coordinator's log)")
+		default:
+			return "", errors.New("the coordinator sent none")
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return "", fmt.Errorf("waiting for the coordinator to send it: %w", ctx.Err())
+		}
+	}
 }
 
 // receive takes the values of a tokens message. When it returns, each
 // accepted value is in the Set and in its file.
 func (k *workerTokens) receive(m *Tokens) {
+	if len(m.Errors) > 0 {
+		k.mu.Lock()
+		for _, name := range slices.Sorted(maps.Keys(m.Errors)) {
+			k.logger.Warn("the coordinator has no token to give", "name", name, "why", m.Errors[name])
+			k.refused[name] = m.Errors[name]
+			delete(k.pending, name)
+		}
+		k.broadcastLocked()
+		k.mu.Unlock()
+	}
 	for _, name := range slices.Sorted(maps.Keys(m.Values)) {
 		value := m.Values[name]
 		// Even a value refused below is added, so it is redacted.
@@ -188,6 +279,8 @@ func (k *workerTokens) hold(name, value string, expires time.Time) {
 		if old == nil {
 			k.dropped[name] = true
 		}
+		delete(k.pending, name)
+		k.broadcastLocked()
 		return
 	}
 	if old != nil {
@@ -203,6 +296,9 @@ func (k *workerTokens) hold(name, value string, expires time.Time) {
 	h := &heldToken{value: value, expires: expires}
 	k.held[name] = h
 	delete(k.dropped, name)
+	delete(k.pending, name)
+	delete(k.refused, name)
+	k.broadcastLocked()
 	if !expires.IsZero() {
 		life := expires.Sub(now)
 		h.refresh = time.AfterFunc(refreshAfter(life), func() { k.refresh(name, h) })
@@ -214,6 +310,10 @@ func (k *workerTokens) hold(name, value string, expires time.Time) {
 func (k *workerTokens) refresh(name string, h *heldToken) {
 	k.mu.Lock()
 	current := !k.closed && k.held[name] == h
+	if current {
+		// Should the value expire before the answer, bearer waits for it.
+		k.pending[name] = true
+	}
 	k.mu.Unlock()
 	if current {
 		k.logger.Debug("asking for a fresh token", "name", name, "expires", h.expires)
@@ -230,6 +330,7 @@ func (k *workerTokens) expire(name string, h *heldToken) {
 	}
 	delete(k.held, name)
 	k.dropped[name] = true
+	k.broadcastLocked()
 	if k.dir != "" {
 		if err := os.Remove(filepath.Join(k.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			k.logger.Warn("removing an expired token's file failed", "name", name, "err", err)
@@ -265,6 +366,7 @@ func (k *workerTokens) close() error {
 		return nil
 	}
 	k.closed = true
+	k.broadcastLocked()
 	for _, h := range k.held {
 		h.stop()
 	}

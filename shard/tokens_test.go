@@ -443,6 +443,8 @@ func tokFSType(t *testing.T, dir string) string {
 // with answer.
 type tokSource struct {
 	answer func(req shard.NeedTokens) (map[string]shard.Token, error)
+	// refuse answers these names Refused, with the reason, instead.
+	refuse map[string]string
 
 	mu   sync.Mutex
 	reqs []shard.NeedTokens
@@ -452,13 +454,20 @@ func (s *tokSource) Tokens(ctx context.Context, req shard.NeedTokens) (map[strin
 	s.mu.Lock()
 	s.reqs = append(s.reqs, req)
 	s.mu.Unlock()
-	return s.answer(req)
+	got, err := s.answer(req)
+	for name, why := range s.refuse {
+		if got != nil {
+			got[name] = shard.Token{Refused: why}
+		}
+	}
+	return got, err
 }
 
 // TestCoordinatorTokenSource plays a worker that asks for tokens, and
 // checks the coordinator answers through its TokenSource, sends a value
 // only once it is in the run's secrets (so it is redacted), leaves out a
-// value the Set refuses, and answers nothing when the source fails.
+// value the Set refuses, and tells the worker why when the source fails or
+// refuses a name.
 func TestCoordinatorTokenSource(t *testing.T) {
 	t.Parallel()
 	const (
@@ -533,12 +542,18 @@ func TestCoordinatorTokenSource(t *testing.T) {
 			t.Errorf("the run's secrets hold SHORT, a value too short to redact; want it refused")
 		}
 
+		// A failed source: the worker is told why, and gets no value.
 		enc.Write(&shard.NeedTokens{Names: []string{"BROKEN"}})
-		synctest.Wait()
-		select {
-		case m := <-msgs:
-			t.Errorf("after a failed token source, the coordinator sent %T %+v; want nothing", m, m)
-		default:
+		wantRefused := &shard.Tokens{Values: map[string]string{}, Errors: map[string]string{"BROKEN": "the coordinator could not get it: the refresh grant was revoked"}}
+		if diff := cmp.Diff(wantRefused, next("after a failed token source")); diff != "" {
+			t.Errorf("tokens answering need-tokens the source failed (-want +got):\n%s", diff)
+		}
+		// A source that refuses one name and serves another.
+		src.refuse = map[string]string{"DRIVE_TOKEN": "grant refused; run mst auth drive -c EVAL"}
+		enc.Write(&shard.NeedTokens{Names: []string{"DRIVE_TOKEN"}})
+		wantMixed := &shard.Tokens{Values: map[string]string{}, Errors: map[string]string{"DRIVE_TOKEN": "grant refused; run mst auth drive -c EVAL"}}
+		if diff := cmp.Diff(wantMixed, next("after a refused name")); diff != "" {
+			t.Errorf("tokens answering need-tokens for a refused name (-want +got):\n%s", diff)
 		}
 
 		enc.Write(&shard.Done{CleanupOK: true})
@@ -546,7 +561,7 @@ func TestCoordinatorTokenSource(t *testing.T) {
 			t.Errorf("Serve = %+v, %v; want done", s.res, s.err)
 		}
 		fromWorker.Close()
-		wantReqs := []shard.NeedTokens{{Servers: []string{"drive"}, Names: []string{"DRIVE_TOKEN"}}, {Names: []string{"BROKEN"}}}
+		wantReqs := []shard.NeedTokens{{Servers: []string{"drive"}, Names: []string{"DRIVE_TOKEN"}}, {Names: []string{"BROKEN"}}, {Names: []string{"DRIVE_TOKEN"}}}
 		if diff := cmp.Diff(wantReqs, src.reqs); diff != "" {
 			t.Errorf("the token source was asked (-want +got):\n%s", diff)
 		}

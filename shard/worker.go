@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -122,6 +123,7 @@ func (w *Worker) Run(ctx context.Context, b *Bundle, in io.Reader, out io.Writer
 		enc.Write(&Done{Error: err.Error(), CleanupOK: cleanup == nil, Counts: r.counts()})
 		return err
 	}
+	r.askConnectors()
 	if err := r.ready(ctx); err != nil {
 		stopHB()
 		cleanup := r.tokens.close()
@@ -330,10 +332,33 @@ func (r *workerRun) ready(ctx context.Context) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("readiness check failed, no trial ran: this machine lacks what a client needs:\n%w", errors.Join(missing...))
 	}
-	list, err := resolveServers(list, r.tokens.env())
+	list, err := r.resolveServers(list, r.tokens.env())
 	if err != nil {
 		return fmt.Errorf("readiness check failed, no trial ran:\n%w", err)
 	}
+	// A connector server the coordinator has no token for is left out:
+	// the trials that use it error with the reason (cause server), and
+	// the rest run.
+	unchecked := map[string]bool{}
+	kept, keptOf := list[:0:0], of[:0:0]
+	for i, s := range list {
+		if s.OAuth != nil {
+			timeout := s.StartupTimeout
+			if timeout <= 0 {
+				timeout = servers.DefaultStartupTimeout
+			}
+			wctx, cancel := context.WithTimeout(ctx, timeout)
+			_, err := s.Bearer(wctx)
+			cancel()
+			if err != nil {
+				r.w.Logger.Warn("a connector server has no access token; its trials will error", "server", s.Name, "variant", of[i], "err", err)
+				unchecked[of[i]] = true
+				continue
+			}
+		}
+		kept, keptOf = append(kept, s), append(keptOf, of[i])
+	}
+	list, of = kept, keptOf
 	listed, err := servers.ReadyTools(ctx, list)
 	if err != nil {
 		return fmt.Errorf("readiness check failed, no trial ran:\n%w", err)
@@ -344,7 +369,7 @@ func (r *workerRun) ready(ctx context.Context) error {
 	}
 	var errs []error
 	for _, v := range variants {
-		if len(have[v]) == 0 {
+		if len(have[v]) == 0 || unchecked[v] {
 			continue
 		}
 		if err := grade.CheckRefs(v, refs[v], have[v]); err != nil {
@@ -723,7 +748,7 @@ func (r *workerRun) pool(setting int) (*pool, error) {
 		return nil, err
 	}
 	env := r.tokens.env()
-	srvs, err := resolveServers(set.Servers, env)
+	srvs, err := r.resolveServers(set.Servers, env)
 	if err != nil {
 		return nil, err
 	}
@@ -751,20 +776,48 @@ func (r *workerRun) pool(setting int) (*pool, error) {
 
 // resolveServers returns list with the ${secret:NAME} references of each
 // server's env and headers replaced by the values the coordinator sent
-// (values), in memory: the bundle keeps the references.
-func resolveServers(list []servers.Server, values map[string]string) ([]servers.Server, error) {
+// (values), in memory: the bundle keeps the references. A connector
+// server gets a Bearer that gives its access token as the worker holds
+// it at each request.
+func (r *workerRun) resolveServers(list []servers.Server, values map[string]string) ([]servers.Server, error) {
 	out := make([]servers.Server, len(list))
 	for i, s := range list {
-		r, err := s.Resolve(func(name string) (string, bool) {
+		res, err := s.Resolve(func(name string) (string, bool) {
 			v, ok := values[name]
 			return v, ok
 		})
 		if err != nil {
 			return nil, err
 		}
-		out[i] = r
+		if s.OAuth != nil {
+			name := s.OAuth.Token
+			res.Bearer = func(ctx context.Context) (string, error) { return r.tokens.bearer(ctx, name) }
+		}
+		out[i] = res
 	}
 	return out, nil
+}
+
+// askConnectors asks the coordinator for the access tokens of the
+// bundle's connector servers, which the readiness check and the trials
+// then wait for.
+func (r *workerRun) askConnectors() {
+	var names, srvs []string
+	for _, set := range r.b.Settings {
+		for _, s := range set.Servers {
+			if s.OAuth != nil && !slices.Contains(names, s.OAuth.Token) {
+				names = append(names, s.OAuth.Token)
+				srvs = append(srvs, s.Name)
+			}
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	r.tokens.expect(names)
+	if err := r.enc.Write(&NeedTokens{Servers: srvs, Names: names}); err != nil {
+		r.w.Logger.Warn("asking for the connector servers' tokens failed", "servers", srvs, "err", err)
+	}
 }
 
 func (r *workerRun) closeSessions() error {
