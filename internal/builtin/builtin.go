@@ -11,6 +11,7 @@ import (
 	"github.com/mst-eval/mst/client/codexcli"
 	"github.com/mst-eval/mst/client/cowork"
 	"github.com/mst-eval/mst/client/geminicli"
+	"github.com/mst-eval/mst/credstore"
 	"github.com/mst-eval/mst/provider"
 	"github.com/mst-eval/mst/provider/anthropic"
 	"github.com/mst-eval/mst/provider/google"
@@ -54,4 +55,10 @@ func Runners() *runner.Registry {
 		docker.Definition(),
 		kubernetes.Definition(),
 	)
+}
+
+// CredentialStores returns a registry of the built-in credential stores,
+// which keep connector servers' OAuth grants (mst auth, mst run --store).
+func CredentialStores() *credstore.Registry {
+	return credstore.NewRegistry(credstore.LocalDefinition())
 }

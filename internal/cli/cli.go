@@ -125,9 +125,10 @@ func Main(ctx context.Context, args []string, stdio Stdio) int {
 // code is set where cobra makes the error.
 func usageErrors(c *cobra.Command) {
 	c.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return withCode(ExitUsage, renamedFlag(cmd, err)) })
-	if c.HasSubCommands() {
+	if c.HasSubCommands() && c.RunE == nil && c.Run == nil {
 		// A group command runs only to refuse what is not one of its
-		// commands, or to show its help.
+		// commands, or to show its help. (One with its own RunE, such as
+		// mst auth SERVER, checks its own arguments.)
 		c.Args = func(cmd *cobra.Command, a []string) error {
 			if len(a) > 0 {
 				return fmt.Errorf("unknown command %q for %q; see %s --help", a[0], cmd.CommandPath(), cmd.CommandPath())
@@ -198,6 +199,7 @@ Start with the quickstart, which runs offline with no keys:
 		newVersionCmd(stdio),
 		newClientsCmd(stdio),
 		newRunnerCmd(stdio),
+		newAuthCmd(stdio),
 	)
 	usageErrors(root)
 	return root

@@ -15,6 +15,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(testBrowserEnv) == "1" {
+		os.Exit(testBrowser())
+	}
 	testscript.Main(m, map[string]func(){
 		"mst": func() {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

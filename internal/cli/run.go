@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mst-eval/mst/credstore"
 	"github.com/mst-eval/mst/eval"
 	"github.com/mst-eval/mst/internal/builtin"
 	"github.com/mst-eval/mst/run"
@@ -48,6 +50,9 @@ type runFlags struct {
 	runnerSet, maxErroredSet bool
 	// gates are --min-pass-rate and --baseline (gates.go).
 	gates gateFlags
+	// store is --store and --store-option: where connector servers'
+	// grants are (auth.go).
+	store storeFlags
 }
 
 func newRunCmd(stdio Stdio) *cobra.Command {
@@ -72,6 +77,11 @@ read: ` + wrapList(keyVarNames(), ", ") + `, and any variable a
 variant names with clientOptions.apiKeyEnv (the file wins when both set one).
 Every one of these values is replaced by [redacted:KEY] in everything the run
 stores and prints.
+
+Connector servers (servers with oauth) need a grant first: mst auth SERVER -c
+EVAL stores one in the credential store (--store, --store-option). The run
+mints short-lived access tokens from it and hands the workers those alone;
+the grant never leaves this process (docs/connectors.md).
 
 ` + exitCodesHelp(),
 		Example: `  mst run examples/quickstart/eval.yaml
@@ -106,6 +116,7 @@ stores and prints.
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON on stdout (progress still goes to stderr)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log details on stderr")
 	fl.StringVar(&f.secretsFile, "secrets-file", "", "file of KEY=value lines given to clients as environment variables and redacted from everything stored")
+	f.store.add(fl)
 	fl.StringVar(&f.runner, "runner", "local", "where trials run: "+strings.Join(builtin.Runners().Names(), ", ")+" (mst runner list)")
 	fl.StringArrayVar(&f.runnerOptions, "runner-option", nil, "runner setting as key=value (repeat): shards=N, keep=never|failed|always, and the runner's own")
 	fl.StringVar(&f.resume, "resume", "", "continue a stored run (its folder, its URL in a bucket, or its id in --results): run only its missing, cancelled and skipped trials into it, with the runner, runner options, shards and keep it was started with (--runner and --runner-option change them)")
@@ -212,6 +223,10 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 	if err != nil {
 		return err
 	}
+	creds, err := connectorStore(ctx, plan, &f.store, logger)
+	if err != nil {
+		return err
+	}
 	var gradeOn *run.GradeOn
 	if f.gradeRunner != "" {
 		if f.noGrade {
@@ -239,7 +254,7 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 		Store: results, Clients: req.Clients,
 		Runner: rdef, Chosen: chosen, Secrets: set, Redact: redact,
 		Progress: run.NewProgressWidth(stderr, isTerminal(stdio.Err), func() int { return termWidth(stdio, stdio.Err) }), Logger: logger,
-		MSTVersion: Version, MST: []string{exe}, GradeOn: gradeOn,
+		MSTVersion: Version, MST: []string{exe}, GradeOn: gradeOn, Credentials: creds,
 	})
 	// hint is the command that finishes the run (resumehint.go).
 	hint := func(extra ...string) string {
@@ -389,4 +404,38 @@ func secretOutput(stdio Stdio, path string) (set *secrets.Set, redact *secrets.R
 		}
 	}
 	return set, redact, stdout, stderr, done, nil
+}
+
+// connectorStore opens the credential store when the plan's variants use
+// connector servers (nil otherwise), and refuses to start a run whose
+// connector servers have no grant there, or a grant for another URL:
+// every trial that uses one would error. A grant the authorization
+// server no longer honours shows only when the run refreshes it; those
+// trials then error and say to run mst auth.
+func connectorStore(ctx context.Context, plan *run.Plan, f *storeFlags, logger *slog.Logger) (credstore.Store, error) {
+	used := plan.UsedConnectors()
+	if len(used) == 0 {
+		return nil, nil
+	}
+	st, def, err := f.open(ctx, logger)
+	if err != nil {
+		return nil, err
+	}
+	var bad []string
+	for _, name := range used {
+		url := plan.Config.Servers[name].URL
+		g, err := st.Get(ctx, name)
+		switch {
+		case errors.Is(err, credstore.ErrNotFound):
+			bad = append(bad, fmt.Sprintf("connector server %s has no grant in %s: authorise it with `mst auth %s -c %s`", name, storeWhere(st, def), name, plan.Config.File))
+		case err != nil:
+			bad = append(bad, fmt.Sprintf("connector server %s: reading its grant from %s: %v", name, storeWhere(st, def), err))
+		case g.Resource != "" && g.Resource != url:
+			bad = append(bad, fmt.Sprintf("connector server %s: the grant in %s is for %s, and the config says url %s: authorise this one with `mst auth %s -c %s`", name, storeWhere(st, def), g.Resource, url, name, plan.Config.File))
+		}
+	}
+	if len(bad) > 0 {
+		return nil, withCode(ExitUsage, errors.New(strings.Join(bad, "\n")))
+	}
+	return st, nil
 }

@@ -146,6 +146,10 @@ func TestDocker(t *testing.T) {
 		t.Parallel()
 		testDockerInterrupt(t, tools)
 	})
+	t.Run("Connector", func(t *testing.T) {
+		t.Parallel()
+		testDockerConnector(t, tools)
+	})
 	t.Run("Scripts", func(t *testing.T) {
 		t.Parallel()
 		testscript.Run(t, testscript.Params{

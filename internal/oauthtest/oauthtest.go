@@ -24,7 +24,14 @@
 //   - the server's clock can be moved forward (Advance), so a test expires
 //     access tokens without waiting;
 //   - requests are counted (Counts), and mockoidc, whose state has no
-//     locks, sees one request at a time.
+//     locks, sees one request at a time;
+//   - dynamic client registration (RFC 7591): the metadata names a
+//     registration endpoint (RegistrationURL, served beside the MCP
+//     server), each registration gets its own client ID and secret
+//     (Registrations lists what was asked), which the authorization and
+//     token endpoints take as the preregistered client's;
+//   - DenyNext answers the next authorization requests by redirecting
+//     with error=access_denied, as when the user declines.
 //
 // The MCP server (MCPURL) runs on streamable HTTP behind the SDK's
 // auth.RequireBearerToken, with a verifier that accepts only unexpired,
@@ -83,6 +90,18 @@ type Counts struct {
 	// server whose bearer token the verifier accepted and refused. (An MCP
 	// session makes several.)
 	MCPAccepted, MCPRefused int
+	// Registrations is the clients registered dynamically.
+	Registrations int
+}
+
+// Registration is what a dynamic client registration asked for.
+type Registration struct {
+	ClientID      string   `json:"-"`
+	RedirectURIs  []string `json:"redirect_uris"`
+	GrantTypes    []string `json:"grant_types"`
+	ResponseTypes []string `json:"response_types"`
+	ClientName    string   `json:"client_name"`
+	Scope         string   `json:"scope"`
 }
 
 // Server is a running authorization server with its MCP server. Its
@@ -106,6 +125,10 @@ type Server struct {
 	rotated map[string]*grant
 	access  map[string]*accessToken
 	notes   map[string]string
+	// clients maps each dynamically registered client ID to its secret.
+	clients       map[string]string
+	registrations []Registration
+	denyNext      int
 }
 
 // grant is one authorization: what every token from one code exchange
@@ -140,6 +163,7 @@ func Start(t testing.TB) *Server {
 		rotated:   map[string]*grant{},
 		access:    map[string]*accessToken{},
 		notes:     map[string]string{},
+		clients:   map[string]string{},
 	}
 	if err := m.AddMiddleware(s.front); err != nil {
 		t.Fatalf("oauthtest: %v", err)
@@ -188,6 +212,25 @@ func (s *Server) ClientSecret() string { return s.oidc.ClientSecret }
 // MCPURL is the MCP server's endpoint, the OAuth resource its tokens are
 // for. ResourceMetadataURL is its protected resource metadata.
 func (s *Server) MCPURL() string { return s.mcpBase + "/mcp" }
+
+// RegistrationURL is the dynamic client registration endpoint the
+// authorization server's metadata names.
+func (s *Server) RegistrationURL() string { return s.mcpBase + "/register" }
+
+// Registrations returns the dynamic client registrations so far, in order.
+func (s *Server) Registrations() []Registration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Registration(nil), s.registrations...)
+}
+
+// DenyNext makes the next n authorization requests redirect back with
+// error=access_denied (and their state), as when the user declines.
+func (s *Server) DenyNext(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.denyNext = n
+}
 func (s *Server) ResourceMetadataURL() string {
 	return s.mcpBase + "/.well-known/oauth-protected-resource/mcp"
 }
@@ -320,6 +363,30 @@ func (s *Server) front(next http.Handler) http.Handler {
 				oauthError(w, http.StatusBadRequest, "invalid_request", "this server requires PKCE with code_challenge_method S256")
 				return
 			}
+			s.mu.Lock()
+			_, registered := s.clients[r.Form.Get("client_id")]
+			deny := s.denyNext > 0
+			if deny {
+				s.denyNext--
+			}
+			s.mu.Unlock()
+			if registered {
+				r.Form.Set("client_id", s.oidc.ClientID)
+			}
+			if deny {
+				if to, err := url.Parse(r.Form.Get("redirect_uri")); err == nil && to.IsAbs() {
+					q := to.Query()
+					q.Set("error", "access_denied")
+					q.Set("error_description", "the user declined")
+					q.Set("state", r.Form.Get("state"))
+					to.RawQuery = q.Encode()
+					http.Redirect(w, r, to.String(), http.StatusFound)
+					return
+				}
+			}
+		case mockoidc.DiscoveryEndpoint:
+			s.discovery(w, r, next)
+			return
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -370,6 +437,15 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, next http.Handler
 		secret, _ = url.QueryUnescape(secret)
 		r.Form.Set("client_id", id)
 		r.Form.Set("client_secret", secret)
+	}
+	if secret, ok := s.clients[r.Form.Get("client_id")]; ok {
+		if r.Form.Get("client_secret") != secret {
+			s.counts.Refused++
+			oauthError(w, http.StatusUnauthorized, "invalid_client", "wrong client secret for the registered client")
+			return
+		}
+		r.Form.Set("client_id", s.oidc.ClientID)
+		r.Form.Set("client_secret", s.oidc.ClientSecret)
 	}
 
 	var g *grant
@@ -446,6 +522,55 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, next http.Handler
 	json.NewEncoder(w).Encode(resp)
 }
 
+// discovery serves mockoidc's metadata with the registration endpoint
+// added.
+func (s *Server) discovery(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	rec := httptest.NewRecorder()
+	s.mu.Lock()
+	next.ServeHTTP(rec, r)
+	s.mu.Unlock()
+	var meta map[string]any
+	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &meta) != nil {
+		oauthError(w, http.StatusInternalServerError, "server_error", "oauthtest: mockoidc's metadata is not JSON")
+		return
+	}
+	meta["registration_endpoint"] = s.RegistrationURL()
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(meta)
+}
+
+// register is the dynamic client registration endpoint.
+func (s *Server) register(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "POST client metadata here", http.StatusMethodNotAllowed)
+		return
+	}
+	var reg Registration
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&reg); err != nil {
+		oauthError(w, http.StatusBadRequest, "invalid_client_metadata", "the body is not JSON client metadata: "+err.Error())
+		return
+	}
+	if len(reg.RedirectURIs) == 0 {
+		oauthError(w, http.StatusBadRequest, "invalid_redirect_uri", "redirect_uris is required")
+		return
+	}
+	reg.ClientID = newValue("client")
+	secret := newValue("client-secret")
+	s.mu.Lock()
+	s.clients[reg.ClientID] = secret
+	s.registrations = append(s.registrations, reg)
+	s.counts.Registrations++
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusCreated)
+	json.NewEncoder(w).Encode(map[string]any{
+		"client_id": reg.ClientID, "client_secret": secret, "client_secret_expires_at": 0,
+		"redirect_uris": reg.RedirectURIs, "grant_types": reg.GrantTypes, "response_types": reg.ResponseTypes,
+		"client_name": reg.ClientName, "token_endpoint_auth_method": "client_secret_post",
+	})
+}
+
 // verify is the MCP server's token verifier.
 func (s *Server) verify(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 	s.mu.Lock()
@@ -518,6 +643,7 @@ func (s *Server) mcpHandler() http.Handler {
 			ResourceName:           "oauthtest MCP server",
 		}).ServeHTTP(w, r)
 	})
+	mux.HandleFunc("/register", s.register)
 	mux.Handle("/.well-known/oauth-protected-resource/mcp", meta)
 	mux.Handle("/.well-known/oauth-protected-resource", meta)
 	return mux

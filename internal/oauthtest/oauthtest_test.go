@@ -191,3 +191,68 @@ func TestSDKAuthorizationFlow(t *testing.T) {
 		t.Errorf("%d code exchanges, want 1", n)
 	}
 }
+
+// The metadata offers dynamic client registration; a registered client
+// gets its own ID and secret, which the token endpoint checks, and the
+// SDK's client registers one and gets a token with it.
+func TestDynamicRegistration(t *testing.T) {
+	s := oauthtest.Start(t)
+	asm, err := auth.GetAuthServerMetadata(t.Context(), s.Issuer(), nil)
+	if err != nil || asm == nil || asm.RegistrationEndpoint != s.RegistrationURL() {
+		t.Fatalf("metadata %+v (%v), want registration endpoint %s", asm, err, s.RegistrationURL())
+	}
+	const redirect = "http://127.0.0.1/callback"
+	h, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
+		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
+			RedirectURIs: []string{redirect}, GrantTypes: []string{"authorization_code", "refresh_token"}, ClientName: "test",
+		}},
+		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+			loc, err := oauthtest.Approve(ctx, args.URL)
+			if err != nil {
+				return nil, err
+			}
+			return &auth.AuthorizationResult{Code: loc.Query().Get("code"), State: loc.Query().Get("state")}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "sdk-client", Version: "1"}, nil)
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: s.MCPURL(), OAuthHandler: h, MaxRetries: -1, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs.Close()
+	regs := s.Registrations()
+	if len(regs) != 1 || regs[0].ClientID == s.ClientID() || !slices.Equal(regs[0].RedirectURIs, []string{redirect}) || regs[0].ClientName != "test" {
+		t.Fatalf("registrations = %+v", regs)
+	}
+	if c := s.Counts(); c.Registrations != 1 || c.Exchanges != 1 {
+		t.Errorf("counts = %+v", c)
+	}
+	// The registered ID with a wrong secret is refused.
+	cfg := oauth2.Config{ClientID: regs[0].ClientID, ClientSecret: "wrong", Endpoint: oauth2.Endpoint{TokenURL: s.TokenURL(), AuthStyle: oauth2.AuthStyleInParams}}
+	tok := s.Authorize(t)
+	var re *oauth2.RetrieveError
+	if _, err := cfg.TokenSource(t.Context(), &oauth2.Token{RefreshToken: tok.RefreshToken}).Token(); !errors.As(err, &re) || re.ErrorCode != "invalid_client" {
+		t.Errorf("a registered client with a wrong secret: %v, want invalid_client", err)
+	}
+}
+
+// DenyNext redirects back with error=access_denied and the state.
+func TestDenyNext(t *testing.T) {
+	s := oauthtest.Start(t)
+	s.DenyNext(1)
+	cfg := s.Config("http://127.0.0.1/cb")
+	v := oauth2.GenerateVerifier()
+	for i, want := range []string{"access_denied", ""} {
+		loc, err := oauthtest.Approve(t.Context(), cfg.AuthCodeURL("st", oauth2.S256ChallengeOption(v)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := loc.Query()
+		if q.Get("error") != want || q.Get("state") != "st" || (want == "") != (q.Get("code") != "") {
+			t.Errorf("request %d: redirect %s, want error %q", i, loc, want)
+		}
+	}
+}
