@@ -180,10 +180,19 @@ func TestConnectorRun(t *testing.T) {
 			// their first message.
 			var mu sync.Mutex
 			var workers []procInfo
-			o.Runner = watched(o.Runner, io.Discard, func(runner.Shard) {
+			var bundles []string
+			o.Runner = watched(o.Runner, io.Discard, func(sh runner.Shard) {
 				mu.Lock()
 				defer mu.Unlock()
 				workers = append(workers, descendants(os.Getpid())...)
+				// The bundle as the worker got it, while it runs.
+				filepath.WalkDir(sh.BundleDir, func(path string, d fs.DirEntry, err error) error {
+					if err == nil && !d.IsDir() {
+						b, _ := os.ReadFile(path)
+						bundles = append(bundles, string(b))
+					}
+					return nil
+				})
 			})
 			out, err := run.Execute(t.Context(), p, o)
 			if err != nil {
@@ -231,6 +240,19 @@ func TestConnectorRun(t *testing.T) {
 				}
 			}
 			canaries["access token"] = g.Token.AccessToken
+			if len(bundles) == 0 {
+				t.Error("no bundle file was read")
+			}
+			for _, b := range bundles {
+				for what, v := range canaries {
+					if strings.Contains(b, v) {
+						t.Errorf("a bundle file holds the %s", what)
+					}
+				}
+				if strings.Contains(b, `"oauth"`) && !strings.Contains(b, token) {
+					t.Errorf("a bundle declares the connector server without its token's name %s", token)
+				}
+			}
 			noneUnder(t, out.Store.Location(), canaries)
 			noneUnder(t, shards, canaries)
 			for what, v := range canaries {

@@ -28,12 +28,14 @@ type Events interface {
 	// Trial is called when a worker reports a finished trial. data is the
 	// transcript's bytes as fetched back from the worker's machine, or nil
 	// when the worker wrote it into the run's store itself (Serve was given
-	// no fetch).
+	// no fetch). Calls for one shard come one at a time, in the order the
+	// worker reported the trials, from a goroutine of that shard's; calls
+	// for several shards come at once.
 	Trial(shard int, m *Trial, data []byte)
 }
 
-// GradeEvents receive what grade shards report. Graded is called from the
-// goroutine serving each shard, so several at once; data is the grade's
+// GradeEvents receive what grade shards report. Graded is called as
+// Events.Trial is: in order for each shard, several shards at once; data is the grade's
 // bytes as fetched back from the worker's machine (grade.TrialGrade as
 // JSON), which the receiver must check like any input from a worker.
 type GradeEvents interface {
@@ -118,7 +120,8 @@ type ShardResult struct {
 // sends done, or with ErrWorkerLost when the channel ends or goes silent
 // first. When ctx ends, it sends cancel and goes on reading until done.
 //
-// Before reporting a trial, Serve copies its transcript back with fetch,
+// Before reporting a trial, Serve copies its transcript back with fetch
+// (beside its message loop, CopyConcurrency at a time, reported in order),
 // trying twice; a transcript that cannot be copied stays missing. It
 // answers each need-tokens message through c.TokenSource, from a goroutine
 // of its own.
@@ -228,12 +231,24 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 	defer stopGrants()
 	tokenCtx, stopTokens := context.WithCancel(ctx)
 	defer stopTokens()
+	// Copies back run beside this loop; Serve returns once they are done,
+	// so every trial reported before the end is delivered.
+	var copies *copier
+	var copiesFailed <-chan struct{}
+	if fetch != nil {
+		copies = newCopier(ctx, c, fetch, logger, shard)
+		defer copies.wait()
+		copiesFailed = copies.failed
+	}
 	done := ctx.Done()
 	for {
 		select {
 		case <-done:
 			done = nil
 			enc.Write(&Cancel{Reason: "the run was interrupted"})
+		case <-copiesFailed:
+			enc.Write(&Cancel{Reason: "the coordinator cannot copy this worker's files back"})
+			return res, fmt.Errorf("shard %d: %d files in a row could not be copied back from the worker's machine (see the warnings above), so the shard was stopped: its remaining trials stay missing, and a resume runs them", shard, CopyFailureLimit)
 		case <-timer.C:
 			return res, fmt.Errorf("shard %d: %w: the worker sent nothing for %s", shard, ErrWorkerLost, silence)
 		case err := <-errc:
@@ -401,19 +416,15 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 					logger.Warn("the worker named a transcript outside its results; the trial stays missing", "shard", shard, "trial", m.Key.String(), "path", m.Path)
 					continue
 				}
-				var data []byte
-				if fetch != nil {
-					var ok bool
-					if data, ok = c.fetch(ctx, fetch, m.Path, logger, shard, m.Key.String()); !ok {
-						timer.Reset(silence) // a failed copy may take a while too
-						continue
-					}
+				if copies != nil {
+					copies.add(m.Path, m.Key.String(), func(data []byte) {
+						if c.Events != nil {
+							c.Events.Trial(shard, m, data)
+						}
+					})
+				} else if c.Events != nil {
+					c.Events.Trial(shard, m, nil)
 				}
-				if c.Events != nil {
-					c.Events.Trial(shard, m, data)
-				}
-				// Copying may take a while; the worker was not silent meanwhile.
-				timer.Reset(silence)
 			case *Graded:
 				heldMu.Lock()
 				wasGranted := granted[m.Acquire]
@@ -442,18 +453,15 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 					logger.Warn("the worker named a grade file that is not its trial's; the trial stays ungraded", "shard", shard, "trial", m.Key.String(), "path", clip(m.Path))
 					continue
 				}
-				var data []byte
-				if fetch != nil {
-					var ok bool
-					if data, ok = c.fetch(ctx, fetch, m.Path, logger, shard, m.Key.String()); !ok {
-						timer.Reset(silence)
-						continue
-					}
+				if copies != nil {
+					copies.add(m.Path, m.Key.String(), func(data []byte) {
+						if c.Grades != nil {
+							c.Grades.Graded(shard, m, data)
+						}
+					})
+				} else if c.Grades != nil {
+					c.Grades.Graded(shard, m, nil)
 				}
-				if c.Grades != nil {
-					c.Grades.Graded(shard, m, data)
-				}
-				timer.Reset(silence)
 			case *NeedTokens:
 				// A token source may take a while (a refresh over the
 				// network); the worker does not wait for the answer.
