@@ -106,7 +106,7 @@ const dockerTestVersion = "0.0.0-clitest"
 // returns the folder. Each call builds again (from Go's and Docker's
 // caches): the folder goes when t ends, so a later run of the test
 // (-count) cannot share it.
-func dockerTools(t *testing.T) string {
+func dockerTools(t testing.TB) string {
 	t.Helper()
 	if out, err := exec.Command("docker", "version", "--format", "{{.Server.Os}}").CombinedOutput(); err != nil {
 		msg := fmt.Sprintf("no Docker to test with (start one with scripts/dockerd start and export the DOCKER_HOST it prints): %v: %s", err, out)
@@ -285,7 +285,7 @@ func testDockerQuickstart(t *testing.T, tools string) {
 	if len(local) != 2 || local["clear"].Graded != 42 {
 		t.Errorf("local report = %+v, want 2 variants with 42 graded trials each", local)
 	}
-	runs, _ := filepath.Glob(filepath.Join(dir, "docker", "*", "run.json"))
+	runs, _ := filepath.Glob(filepath.Join(dir, "docker", "*", "runs", "*", "run.json"))
 	if len(runs) != 1 {
 		t.Fatalf("docker runs = %v, want one", runs)
 	}
