@@ -88,7 +88,7 @@ limits: {concurrency: 2}
 // that workers are real mst processes) and checks that every trial
 // passed and that no stored byte and nothing printed holds the grant's
 // secrets.
-func (c *connectorSetup) runConnector(t *testing.T, mst string, extra ...string) {
+func (c *connectorSetup) runConnector(t *testing.T, mst string, extra ...string) (runID string) {
 	t.Helper()
 	results := t.TempDir()
 	args := append([]string{"run", c.eval, "--json", "--results", results}, c.storeArgs()...)
@@ -100,6 +100,9 @@ func (c *connectorSetup) runConnector(t *testing.T, mst string, extra ...string)
 		t.Fatalf("mst run %s: %v\n%s", strings.Join(extra, " "), err, stderr.String())
 	}
 	var rep struct {
+		Run struct {
+			ID string `json:"id"`
+		} `json:"run"`
 		Variants []struct {
 			Variant string `json:"variant"`
 			Graded  int    `json:"graded"`
@@ -131,6 +134,7 @@ func (c *connectorSetup) runConnector(t *testing.T, mst string, extra ...string)
 		}
 		return nil
 	})
+	return rep.Run.ID
 }
 
 // TestConnectorAfterAuth: after `mst auth`, an eval with a connector
@@ -176,8 +180,29 @@ func TestConnectorNoGrant(t *testing.T) {
 // with them.
 func testDockerConnector(t *testing.T, tools string) {
 	c := newConnectorSetup(t)
-	c.runConnector(t, filepath.Join(tools, "mst"), "--runner", "docker", "--runner-option", "network=host", "--runner-option", "shards=2")
+	mst := filepath.Join(tools, "mst")
+	// The containers are kept, to read their command lines and
+	// environments afterwards.
+	id := c.runConnector(t, mst, "--runner", "docker", "--runner-option", "network=host", "--runner-option", "shards=2", "--runner-option", "keep=always")
 	if n := c.srv.Counts().MCPAccepted; n == 0 {
 		t.Error("the connector server accepted no request")
+	}
+	defer func() {
+		if out, err := exec.Command(mst, "runner", "cleanup", id, "--runner", "docker").CombinedOutput(); err != nil {
+			t.Errorf("mst runner cleanup %s: %v\n%s", id, err, out)
+		}
+	}()
+	ids, err := exec.Command("docker", "ps", "-aq", "--filter", "label=mst.run="+id).Output()
+	if err != nil || len(strings.Fields(string(ids))) != 2 {
+		t.Fatalf("docker ps for run %s: %q, %v; want its two kept containers", id, ids, err)
+	}
+	inspect, err := exec.Command("docker", append([]string{"inspect"}, strings.Fields(string(ids))...)...).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, v := range map[string]string{"refresh token": c.grant.Token.RefreshToken, "client secret": c.grant.ClientSecret, "access token": c.grant.Token.AccessToken} {
+		if bytes.Contains(inspect, []byte(v)) {
+			t.Errorf("a container's configuration (argv, environment, labels) holds the %s", what)
+		}
 	}
 }
