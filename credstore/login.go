@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"github.com/mst-eval/mst/servers"
 	"golang.org/x/oauth2"
 )
 
@@ -206,7 +207,7 @@ func Login(ctx context.Context, p LoginParams) (LoginResult, error) {
 			rt = http.DefaultTransport
 		}
 		c := *hc
-		c.Transport = headerTransport{headers: p.Headers, next: rt}
+		c.Transport = servers.WithHeaders(rt, p.Headers)
 		mcpHTTP = &c
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "mst", Version: "auth"}, nil)
@@ -279,19 +280,6 @@ func issuerOf(ctx context.Context, hc *http.Client, resource, tokenURL string) s
 		}
 	}
 	return ""
-}
-
-type headerTransport struct {
-	headers map[string]string
-	next    http.RoundTripper
-}
-
-func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range t.headers {
-		r.Header.Set(k, v)
-	}
-	return t.next.RoundTrip(r)
 }
 
 // flow is one Login's wait for the authorization response: the loopback

@@ -243,7 +243,7 @@ func canaryRun(t *testing.T, path string, set *secrets.Set) (*run.Plan, run.Opti
 	}
 	root, shards := t.TempDir(), t.TempDir()
 	printed := &bytes.Buffer{}
-	o := options(store.Dir{Root: root})
+	o := options(store.Dir{Root: root, Eval: "weather"})
 	o.Secrets, o.Redact = set, secrets.NewRedactor(set)
 	o.Logger = slog.New(slog.NewTextHandler(&lockedBuffer{b: printed}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	return p, o, shards, printed

@@ -84,7 +84,7 @@ func TestRunRefusesWorkerOS(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NewPlan(api allowed on %s only, OS unknown) = %v, want a plan: the OS is checked at hello", other, err)
 	}
-	o := options(store.Dir{Root: t.TempDir()})
+	o := options(store.Dir{Root: t.TempDir(), Eval: "weather"})
 	o.Clients = reg
 	// Every shard failed before any trial: Execute says so, with the
 	// run it recorded.

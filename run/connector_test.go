@@ -264,7 +264,7 @@ func TestConnectorRun(t *testing.T) {
 	}
 }
 
-// TestConnectorTokenExpiresMidRun: access tokens that live two seconds,
+// TestConnectorTokenExpiresMidRun: access tokens that live four seconds,
 // a run that lasts longer. Each worker asks for a fresh token before its
 // own expires; the coordinator refreshes the grant each time, and the
 // authorization server rotates the refresh token each time, which the
@@ -273,11 +273,13 @@ func TestConnectorRun(t *testing.T) {
 func TestConnectorTokenExpiresMidRun(t *testing.T) {
 	t.Parallel()
 	s := oauthtest.Start(t)
-	s.SetAccessTTL(2 * time.Second)
+	// Four seconds, of which the MCP server may honour only three (its
+	// tokens' expiry is in whole seconds); the worker asks again after two.
+	s.SetAccessTTL(4 * time.Second)
 	creds, g := authorized(t, s, "notes-v2")
 	// The run must outlast a token: its ten trials run one at a time on
-	// a model that takes 150 ms or more to answer each of their requests.
-	fake := providertest.New(t, providertest.Script{Offline: true, Latency: 150 * time.Millisecond})
+	// a model that takes 250 ms or more to answer each of their requests.
+	fake := providertest.New(t, providertest.Script{Offline: true, Latency: 250 * time.Millisecond})
 	model := fmt.Sprintf("model: openai/gpt-test, clientOptions: {baseURL: %q, api: chat, maxRetries: 0}", fake.URL+"/v1")
 	p, o, shards, _ := canaryRun(t, connectorEval(t, s.MCPURL(), 1, model), secrets.New())
 	tp := &taps{}

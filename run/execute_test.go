@@ -55,7 +55,7 @@ func newRun(t *testing.T, path string, edit func(*run.Options)) (*run.Plan, *run
 	if err != nil {
 		t.Fatalf("NewPlan(%s) = %v", path, err)
 	}
-	st := &countingStore{Store: store.Dir{Root: t.TempDir()}}
+	st := &countingStore{Store: store.Dir{Root: t.TempDir(), Eval: "weather"}}
 	o := options(st)
 	if edit != nil {
 		edit(&o)

@@ -48,7 +48,7 @@ limits: {concurrency: 4, providers: {anthropic: 1}}
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := options(store.Dir{Root: t.TempDir()})
+	o := options(store.Dir{Root: t.TempDir(), Eval: "weather"})
 	o.Secrets, o.Redact = set, secrets.NewRedactor(set)
 	out, err := run.Execute(t.Context(), p, o)
 	if err != nil {

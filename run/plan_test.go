@@ -252,7 +252,7 @@ func TestNewPlanRefuses(t *testing.T) {
 	t.Parallel()
 	path := writeEval(t, map[string]string{"eval.yaml": selectionEval, "cases.jsonl": selectionCases})
 	// A stored run made from another config.
-	st, err := store.Dir{Root: t.TempDir()}.Create(t.Context(), "old", nil)
+	st, err := store.Dir{Root: t.TempDir(), Eval: "weather"}.Create(t.Context(), "old", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

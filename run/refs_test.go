@@ -86,7 +86,7 @@ func TestGradersNamingUnknownToolsAreRefused(t *testing.T) {
 				if err != nil {
 					t.Fatalf("NewPlan(%s) = %v", path, err)
 				}
-				st := &countingStore{Store: store.Dir{Root: t.TempDir()}}
+				st := &countingStore{Store: store.Dir{Root: t.TempDir(), Eval: "weather"}}
 				o := options(st)
 				if edit := r.edit(t); edit != nil {
 					edit(&o)

@@ -113,7 +113,7 @@ func cpuTime() time.Duration {
 func storedRun(b *testing.B, n int) store.Run {
 	b.Helper()
 	ctx := b.Context()
-	r, err := store.Dir{Root: b.TempDir()}.Create(ctx, "bench", nil)
+	r, err := store.Dir{Root: b.TempDir(), Eval: "weather"}.Create(ctx, "bench", nil)
 	if err != nil {
 		b.Fatal(err)
 	}

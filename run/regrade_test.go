@@ -138,7 +138,7 @@ func TestNoGrade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := run.Execute(t.Context(), p, options(store.Dir{Root: t.TempDir()}))
+	out, err := run.Execute(t.Context(), p, options(store.Dir{Root: t.TempDir(), Eval: "weather"}))
 	if err != nil {
 		t.Fatal(err)
 	}

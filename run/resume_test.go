@@ -347,7 +347,7 @@ func TestFullStoreStopsTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &fullStore{Store: store.Dir{Root: t.TempDir()}, n: 2}
+	st := &fullStore{Store: store.Dir{Root: t.TempDir(), Eval: "weather"}, n: 2}
 	out, err := run.Execute(t.Context(), p, options(st))
 	if !errors.Is(err, run.ErrStoreFull) || !errors.Is(err, syscall.ENOSPC) || out == nil {
 		t.Fatalf("Execute into a full store = %v, %v; want ErrStoreFull (ENOSPC) and the run", out, err)

@@ -48,7 +48,7 @@ graders:
 		t.Fatalf("NewPlan(%s) = %v", path, err)
 	}
 	root := t.TempDir()
-	o := options(store.Dir{Root: root})
+	o := options(store.Dir{Root: root, Eval: "weather"})
 	o.Secrets, o.Redact = set, secrets.NewRedactor(set)
 	out, err := run.Execute(t.Context(), p, o)
 	if err != nil {

@@ -63,7 +63,7 @@ func runStopEval(t *testing.T, script providertest.Script, cases string, shards,
 	if err != nil {
 		t.Fatalf("NewPlan(%s) = %v", path, err)
 	}
-	o := options(store.Dir{Root: t.TempDir()})
+	o := options(store.Dir{Root: t.TempDir(), Eval: "weather"})
 	o.Secrets = keys
 	o.Redact = secrets.NewRedactor(keys)
 	if shards > 1 {

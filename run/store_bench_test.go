@@ -44,7 +44,7 @@ func BenchmarkStoreShards(b *testing.B) {
 			var st store.Store
 			switch kind {
 			case "dir":
-				st = store.Dir{Root: b.TempDir()}
+				st = store.Dir{Root: b.TempDir(), Eval: "weather"}
 			case "gs":
 				g := blobtest.StartGCS(b)
 				bucket := g.NewBucket(b)

@@ -503,6 +503,12 @@ func serverEnv(extra map[string]string) []string {
 	return env
 }
 
+// WithHeaders returns base with headers set on every request (replacing
+// any of the same name).
+func WithHeaders(base http.RoundTripper, headers map[string]string) http.RoundTripper {
+	return headerTransport{headers: headers, base: base}
+}
+
 type headerTransport struct {
 	headers map[string]string
 	base    http.RoundTripper

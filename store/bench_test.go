@@ -12,7 +12,7 @@ import (
 // BenchmarkWriteTranscript measures storing one transcript of about 8 KB
 // durably (temporary file, fsync, link, fsync of the folder).
 func BenchmarkWriteTranscript(b *testing.B) {
-	r, err := store.Dir{Root: b.TempDir()}.Create(b.Context(), "run", nil)
+	r, err := store.Dir{Root: b.TempDir(), Eval: "weather"}.Create(b.Context(), "run", nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func BenchmarkWriteTranscript(b *testing.B) {
 
 // BenchmarkAppendGrade measures appending one grade to grades.jsonl, synced.
 func BenchmarkAppendGrade(b *testing.B) {
-	r, err := store.Dir{Root: b.TempDir()}.Create(b.Context(), "run", nil)
+	r, err := store.Dir{Root: b.TempDir(), Eval: "weather"}.Create(b.Context(), "run", nil)
 	if err != nil {
 		b.Fatal(err)
 	}

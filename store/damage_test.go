@@ -22,7 +22,7 @@ import (
 func TestDirDamagedTranscripts(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	r := create(t, store.Dir{Root: t.TempDir()}, "run")
+	r := create(t, store.Dir{Root: t.TempDir(), Eval: "weather"}, "run")
 	whole := key("whole", "v", 1)
 	if _, err := r.WriteTranscript(ctx, newTranscript(whole, "fine")); err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func TestDirDamagedTranscripts(t *testing.T) {
 func TestDirDamagedRunRecord(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	r := create(t, store.Dir{Root: t.TempDir()}, "run")
+	r := create(t, store.Dir{Root: t.TempDir(), Eval: "weather"}, "run")
 	rec := transcript.Run{Kind: "mst.run", Version: transcript.RunVersion, ID: "run", Collect: transcript.CollectComplete, Variants: []string{"v"}, Trials: 2}
 	if err := r.WriteRun(ctx, rec); err != nil {
 		t.Fatal(err)
@@ -132,7 +132,7 @@ func TestDirHostileRunRecord(t *testing.T) {
 	for name, data := range bad {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			r := create(t, store.Dir{Root: t.TempDir()}, "run")
+			r := create(t, store.Dir{Root: t.TempDir(), Eval: "weather"}, "run")
 			if err := r.WriteRun(ctx, rec); err != nil {
 				t.Fatal(err)
 			}

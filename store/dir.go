@@ -37,39 +37,65 @@ const (
 	configBase     = "eval"
 )
 
-// Dir is the directory store: one folder per run under Root.
+// Dir is the directory store: one folder per run, under a folder per eval.
 //
-//	ROOT/RUN-ID/run.json                       the run record (transcript.Run)
-//	ROOT/RUN-ID/eval.yaml                      the config file the run was made from
-//	ROOT/RUN-ID/cases.jsonl                    the cases, as loaded
-//	ROOT/RUN-ID/graders.json                   the eval's graders, as written
-//	ROOT/RUN-ID/transcripts/VARIANT/CASE.tN.json   one transcript per trial
-//	ROOT/RUN-ID/grades.jsonl                   one grade per line, appended: grade set 1
-//	ROOT/RUN-ID/gradesets/N.json               grade set N: what made it, its graders
-//	ROOT/RUN-ID/gradesets/N.jsonl              the grades of set N (N ≥ 2)
-//	ROOT/RUN-ID/run.prev.json                  a second copy of the run record
-//	ROOT/RUN-ID/run.lock                       held by the run's writer; names it
+//	ROOT/EVAL/runs/RUN-ID/run.json                 the run record (transcript.Run)
+//	ROOT/EVAL/runs/RUN-ID/eval.yaml                the config file the run was made from
+//	ROOT/EVAL/runs/RUN-ID/cases.jsonl              the cases, as loaded
+//	ROOT/EVAL/runs/RUN-ID/graders.json             the eval's graders, as written
+//	ROOT/EVAL/runs/RUN-ID/transcripts/VARIANT/CASE.tN.json   one transcript per trial
+//	ROOT/EVAL/runs/RUN-ID/grades.jsonl             one grade per line, appended: grade set 1
+//	ROOT/EVAL/runs/RUN-ID/gradesets/N.json         grade set N: what made it, its graders
+//	ROOT/EVAL/runs/RUN-ID/gradesets/N.jsonl        the grades of set N (N ≥ 2)
+//	ROOT/EVAL/runs/RUN-ID/run.prev.json            a second copy of the run record
+//	ROOT/EVAL/runs/RUN-ID/run.lock                 held by the run's writer; names it
 //
-// VARIANT and CASE are names made from the ids that any file system takes
-// and that stay distinct where file names are compared ignoring case (see
-// names.go). Runs of older versions may hold grades.json instead of
-// grades.jsonl, no graders.json, and transcripts named the old way.
+// EVAL is the eval's name as SafeName writes it, the segment a bucket
+// store's keys have (PREFIX/EVAL/runs/RUN-ID/), so a results folder and a
+// bucket are laid out alike. VARIANT and CASE are names made from the ids
+// that any file system takes and that stay distinct where file names are
+// compared ignoring case (see names.go).
+//
+// Older versions made ROOT/RUN-ID, with the same files: Open finds those
+// runs too, and they are read and resumed where they are, never moved.
+// Their runs may also hold grades.json instead of grades.jsonl, no
+// graders.json, and transcripts named the old way.
 type Dir struct {
 	Root string
+	// Eval is the eval whose runs Create makes (its name, as in the
+	// config); Create needs it. Open looks under every eval when it is "".
+	Eval string
 }
 
 // Location is the store's folder.
 func (d Dir) Location() string { return d.Root }
 
-// Create makes ROOT/id.
+// runsDir is the folder of an eval's runs under the eval's folder.
+const runsDir = "runs"
+
+// EvalRunsDir is the folder of eval's runs in the results folder root:
+// ROOT/EVAL/runs.
+func EvalRunsDir(root, eval string) string {
+	return filepath.Join(root, SafeName(eval), runsDir)
+}
+
+// Create makes ROOT/EVAL/runs/id.
 func (d Dir) Create(ctx context.Context, id string, redact *secrets.Redactor) (Run, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(d.Root, 0o755); err != nil {
-		return nil, fmt.Errorf("creating the results folder %s: %w", d.Root, err)
+	if d.Eval == "" {
+		return nil, errors.New("store.Dir: Create needs the eval's name (Dir.Eval)")
 	}
-	dir := filepath.Join(d.Root, id)
+	runs := EvalRunsDir(d.Root, d.Eval)
+	if err := os.MkdirAll(runs, 0o755); err != nil {
+		return nil, fmt.Errorf("creating the results folder %s: %w", runs, err)
+	}
+	// An older version's run of this id would make Open ambiguous.
+	if old := filepath.Join(d.Root, id); exists(filepath.Join(old, runFile)) {
+		return nil, fmt.Errorf("creating run %s: %s already exists", id, old)
+	}
+	dir := filepath.Join(runs, id)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("creating run %s: %s already exists", id, dir)
@@ -79,12 +105,122 @@ func (d Dir) Create(ctx context.Context, id string, redact *secrets.Redactor) (R
 	return OpenDir(dir, redact), nil
 }
 
-// Open opens ROOT/id.
+// ErrAmbiguous means a run id names more than one run of a store.
+var ErrAmbiguous = errors.New("more than one run has that id")
+
+// Open opens the run id: ROOT/EVAL/runs/id (under Eval, or under any eval
+// when Eval is ""), or ROOT/id, where older versions put runs. An id found
+// at two places is an error naming both.
 func (d Dir) Open(ctx context.Context, id string, redact *secrets.Redactor) (Run, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
 	}
-	return OpenRunDir(filepath.Join(d.Root, id), redact)
+	places, err := d.places(id)
+	if err != nil {
+		return nil, err
+	}
+	var runs, folders []string
+	for _, p := range places {
+		if exists(filepath.Join(p, runFile)) {
+			runs = append(runs, p)
+		} else if st, err := os.Stat(p); err == nil && st.IsDir() {
+			folders = append(folders, p)
+		}
+	}
+	switch {
+	case len(runs) == 1:
+		return OpenDir(runs[0], redact), nil
+	case len(runs) > 1:
+		return nil, fmt.Errorf("run %s: %w: %s; give the folder of the one you mean", id, ErrAmbiguous, strings.Join(runs, " and "))
+	case len(folders) > 0:
+		return OpenRunDir(folders[0], redact) // says it is not a run folder
+	}
+	return nil, fmt.Errorf("run %s: not in %s (looked for %s and %s): %w", id, d.Root,
+		filepath.Join(d.Root, "EVAL", runsDir, id), filepath.Join(d.Root, id), ErrNotFound)
+}
+
+// places are the folders the run id can be in: ROOT/EVAL/runs/id for the
+// store's eval, or for every folder of ROOT when it has none, then ROOT/id.
+func (d Dir) places(id string) ([]string, error) {
+	var out []string
+	if d.Eval != "" {
+		out = append(out, filepath.Join(EvalRunsDir(d.Root, d.Eval), id))
+	} else {
+		ents, err := os.ReadDir(d.Root)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("looking for run %s in %s: %w", id, d.Root, err)
+		}
+		for _, e := range ents {
+			if e.IsDir() {
+				out = append(out, filepath.Join(d.Root, e.Name(), runsDir, id))
+			}
+		}
+	}
+	return append(out, filepath.Join(d.Root, id)), nil
+}
+
+// List lists every run in the store, of either layout, newest first.
+func (d Dir) List(ctx context.Context) ([]RunSummary, error) {
+	ents, err := os.ReadDir(d.Root)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	var out []RunSummary
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(d.Root, e.Name())
+		if exists(filepath.Join(dir, runFile)) {
+			out = append(out, summarize(ctx, dir))
+			continue
+		}
+		runs, err := ListRunDir(ctx, filepath.Join(dir, runsDir))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		out = append(out, runs...)
+	}
+	SortRuns(out)
+	return out, nil
+}
+
+// ListRunDir lists the runs in the folder dir (ROOT/EVAL/runs), newest
+// first: every folder in it that has a run.json.
+func ListRunDir(ctx context.Context, dir string) ([]RunSummary, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []RunSummary
+	for _, e := range ents {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		run := filepath.Join(dir, e.Name())
+		if e.IsDir() && exists(filepath.Join(run, runFile)) {
+			out = append(out, summarize(ctx, run))
+		}
+	}
+	SortRuns(out)
+	return out, nil
+}
+
+// summarize reads the record of the run in the folder dir.
+func summarize(ctx context.Context, dir string) RunSummary {
+	r := OpenDir(dir, nil)
+	sum := RunSummary{ID: r.ID(), Location: dir}
+	sum.Record, sum.Err = r.ReadRun(ctx)
+	if sum.Err != nil {
+		sum.Record = transcript.Run{}
+	}
+	return sum
+}
+
+// exists says whether there is a file at path.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 func checkID(id string) error {
@@ -99,7 +235,7 @@ func checkID(id string) error {
 func OpenRunDir(dir string, redact *secrets.Redactor) (*DirRun, error) {
 	if _, err := os.Stat(filepath.Join(dir, runFile)); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%s: not a run folder (it has no %s): %w; give the folder mst run printed, e.g. mst-results/<run-id>", dir, runFile, ErrNotFound)
+			return nil, fmt.Errorf("%s: not a run folder (it has no %s): %w; give the folder mst run printed, e.g. mst-results/<eval>/runs/<run-id>", dir, runFile, ErrNotFound)
 		}
 		return nil, err
 	}

@@ -30,7 +30,7 @@ func TestDir(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Store {
 		// A results folder that does not exist yet: Create makes it.
-		return store.Dir{Root: filepath.Join(t.TempDir(), "mst-results")}
+		return store.Dir{Root: filepath.Join(t.TempDir(), "mst-results"), Eval: "weather"}
 	})
 }
 
@@ -84,7 +84,7 @@ func newTranscript(k transcript.Key, answer string) *transcript.Transcript {
 func TestDirNoSecretOnDisk(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	r, err := store.Dir{Root: root}.Create(t.Context(), "secret-run", storetest.Redactor(t))
+	r, err := store.Dir{Root: root, Eval: "weather"}.Create(t.Context(), "secret-run", storetest.Redactor(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,8 @@ func TestDirNoSecretOnDisk(t *testing.T) {
 		storetest.CheckNoSecret(t, "file name "+name, []byte(name))
 		storetest.CheckNoSecret(t, name, b)
 	}
-	for _, name := range []string{"secret-run/run.json", "secret-run/eval.yaml", "secret-run/eval.json", "secret-run/cases.jsonl", "secret-run/graders.json", "secret-run/grades.jsonl"} {
+	for _, name := range []string{"run.json", "eval.yaml", "eval.json", "cases.jsonl", "graders.json", "grades.jsonl"} {
+		name = "weather/runs/secret-run/" + name
 		if !bytes.Contains(all[name], []byte("[redacted:"+storetest.SecretName+"]")) {
 			t.Errorf("%s = %q, want the secret's redaction", name, all[name])
 		}
@@ -105,9 +106,9 @@ func TestDirNoSecretOnDisk(t *testing.T) {
 func TestDirLayout(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	d := store.Dir{Root: t.TempDir()}
+	d := store.Dir{Root: t.TempDir(), Eval: "weather"}
 	r := create(t, d, "run-1")
-	if r.Location() != filepath.Join(d.Root, "run-1") || r.ID() != "run-1" {
+	if r.Location() != filepath.Join(d.Root, "weather", "runs", "run-1") || r.ID() != "run-1" {
 		t.Errorf("run: Location %q, ID %q", r.Location(), r.ID())
 	}
 	for name, want := range map[string]string{"weather.YML": "eval.yaml", "eval.Json": "eval.json", "noext": "eval.yaml"} {
@@ -163,7 +164,7 @@ func TestDirLayout(t *testing.T) {
 func TestDirBadIDsMakeNothing(t *testing.T) {
 	t.Parallel()
 	parent := t.TempDir()
-	d := store.Dir{Root: filepath.Join(parent, "results")}
+	d := store.Dir{Root: filepath.Join(parent, "results"), Eval: "weather"}
 	for _, id := range []string{"../escape", "..", "a/b", `a\b`, ""} {
 		if _, err := d.Create(t.Context(), id, nil); err == nil || !strings.Contains(err.Error(), "not a run id") {
 			t.Errorf("Create(%q) = %v, want: not a run id", id, err)
@@ -189,7 +190,7 @@ func TestDirNotARunFolder(t *testing.T) {
 		t.Errorf("OpenRunDir(empty folder) = %v, want ErrNotFound saying it is not a run folder, naming it and run.json", err)
 	}
 	// A run created but not yet recorded is not one either.
-	d := store.Dir{Root: t.TempDir()}
+	d := store.Dir{Root: t.TempDir(), Eval: "weather"}
 	if _, err := d.Create(t.Context(), "r", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +210,7 @@ func TestDirNotARunFolder(t *testing.T) {
 func TestDirTempFilesAreNotKeys(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	r := create(t, store.Dir{Root: t.TempDir()}, "run")
+	r := create(t, store.Dir{Root: t.TempDir(), Eval: "weather"}, "run")
 	k := key("c1", "v", 1)
 	if _, err := r.WriteTranscript(ctx, newTranscript(k, "a")); err != nil {
 		t.Fatal(err)
@@ -285,7 +286,7 @@ func TestDirTempFilesAreNotKeys(t *testing.T) {
 func TestDirTornGrades(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	r := create(t, store.Dir{Root: t.TempDir()}, "run")
+	r := create(t, store.Dir{Root: t.TempDir(), Eval: "weather"}, "run")
 	k1, k2 := key("c1", "v", 1), key("c2", "v", 1)
 	first := grade.TrialGrade{Key: k1, Graded: true, Passed: false}
 	if err := r.AppendGrades(ctx, first); err != nil {
@@ -412,7 +413,7 @@ func TestDirOldRun(t *testing.T) {
 func TestDirNamesPortable(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	d := store.Dir{Root: t.TempDir()}
+	d := store.Dir{Root: t.TempDir(), Eval: "weather"}
 	r := create(t, d, "run")
 	ids := storetest.OddIDs()
 	for _, v := range []string{"terse", "Terse", "TERSE", "CON", "a:b", strings.Repeat("東", 30), strings.Repeat("v", 230)} {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/mst-eval/mst/dataset"
@@ -170,4 +171,24 @@ func DecodeCases(rd io.Reader, where string) ([]dataset.Case, error) {
 // its line ending.
 func EachLine(rd io.Reader, fn func(line []byte) error) error {
 	return eachLine(rd, func(line []byte, _ bool) error { return fn(line) })
+}
+
+// RunSummary is one run as a listing of runs shows it.
+type RunSummary struct {
+	ID       string
+	Location string
+	Record   transcript.Run
+	// Err is why the record could not be read; Record is then empty.
+	Err error
+}
+
+// SortRuns orders a listing of runs newest first: by the run record's
+// start, then by id. Every store's listing is in this order.
+func SortRuns(runs []RunSummary) {
+	slices.SortStableFunc(runs, func(a, b RunSummary) int {
+		if c := b.Record.Started.Compare(a.Record.Started); c != 0 {
+			return c
+		}
+		return strings.Compare(b.ID, a.ID)
+	})
 }

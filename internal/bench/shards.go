@@ -133,11 +133,11 @@ type runMeasure struct {
 // transcript.
 func measureRun(results string) (runMeasure, error) {
 	var m runMeasure
-	runs, _ := filepath.Glob(filepath.Join(results, "*", "run.json"))
-	if len(runs) != 1 {
-		return m, fmt.Errorf("want one run in %s, found %d", results, len(runs))
+	runs, err := store.Dir{Root: results}.List(context.Background())
+	if err != nil || len(runs) != 1 {
+		return m, fmt.Errorf("want one run in %s, found %d (%v)", results, len(runs), err)
 	}
-	st := store.OpenDir(filepath.Dir(runs[0]), nil)
+	st := store.OpenDir(runs[0].Location, nil)
 	rec, err := st.ReadRun(context.Background())
 	if err != nil {
 		return m, err

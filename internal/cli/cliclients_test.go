@@ -80,7 +80,7 @@ variants:
 			t.Errorf("variant %s: pass rate %v, want 1", v.Variant, v.PassRate)
 		}
 	}
-	runs, _ := filepath.Glob(filepath.Join(dir, "results", "*"))
+	runs, _ := filepath.Glob(filepath.Join(dir, "results", "*", "runs", "*"))
 	if len(runs) != 1 {
 		t.Fatalf("run folders: %v", runs)
 	}

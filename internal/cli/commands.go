@@ -56,7 +56,9 @@ trials, clustered by case), pass@k and pass^k, trials by outcome, the errored
 and skipped trials grouped by cause with their first message, tokens and
 latency, the cases side by side, and paired comparisons between variants.
 docs/statistics.md says how each number is computed. RUN is the run's folder
-(as mst run printed it), or a run id under ./mst-results.
+(as mst run printed it), or a run id under ./mst-results. Given an eval's
+runs instead (a folder RESULTS/EVAL/runs/, or a bucket's PREFIX/EVAL/runs/),
+it lists them, newest first.
 
 --markdown prints a short summary for a pull-request comment, --junit FILE
 writes a JUnit XML file for CI (one test case per case and variant), and
@@ -65,7 +67,7 @@ writes a JUnit XML file for CI (one test case per case and variant), and
 docs/reports.md describes every format.
 
 ` + exitCodesHelp(),
-		Example: `  mst report mst-results/quickstart-20261130-101500-a1b2c3
+		Example: `  mst report mst-results/quickstart/runs/quickstart-20261130-101500-a1b2c3
   mst report quickstart-20261130-101500-a1b2c3 --json | jq '.variants[] | {variant, passRate}'
   mst report RUN --markdown --min-pass-rate 0.8 --junit junit.xml
   mst report RUN --baseline BASE-RUN`,

@@ -35,7 +35,7 @@ RUN (sign test p < 0.05); --min-pass-rate and --max-errored gate RUN as mst
 report does.
 
 ` + exitCodesHelp(),
-		Example: `  mst compare mst-results/quickstart-20261201-090000-aaaaaa mst-results/quickstart-20261201-100000-bbbbbb
+		Example: `  mst compare mst-results/quickstart/runs/quickstart-20261201-090000-aaaaaa mst-results/quickstart/runs/quickstart-20261201-100000-bbbbbb
   mst compare BASE RUN --markdown --fail-worse
   mst compare BASE RUN --json | jq '.variants[] | {variant, worse}'`,
 		Args: cobra.ExactArgs(2),

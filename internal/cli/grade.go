@@ -59,7 +59,7 @@ else; the grades come back here and are stored as they arrive. A shard that
 is lost loses only the grades in flight: --resume N finishes the set.
 
 ` + exitCodesHelp(),
-		Example: `  mst grade mst-results/quickstart-20261130-101500-a1b2c3
+		Example: `  mst grade mst-results/quickstart/runs/quickstart-20261130-101500-a1b2c3
   mst grade quickstart-20261130-101500-a1b2c3 --graders judges.yaml --secrets-file ~/.config/mst/secrets.env
   mst grade quickstart-20261130-101500-a1b2c3 --runner docker --runner-option shards=4
   mst report quickstart-20261130-101500-a1b2c3 --grades 1`,

@@ -76,7 +76,7 @@ variants:
 			if code != 0 {
 				t.Fatalf("mst run exited %d\n%s", code, stderr.String())
 			}
-			runs, _ := filepath.Glob(filepath.Join(dir, "results", "*"))
+			runs, _ := filepath.Glob(filepath.Join(dir, "results", "*", "runs", "*"))
 			if len(runs) != 1 {
 				t.Fatalf("run folders %v, want one", runs)
 			}

@@ -176,7 +176,7 @@ func runQuickstart(t *testing.T, name, config string, cases []byte, weather, var
 			passed[transcript.Key{Case: c.Case, Variant: v.Variant}] = v.Passed > 0
 		}
 	}
-	runs, _ := filepath.Glob(filepath.Join(dir, "results", "*"))
+	runs, _ := filepath.Glob(filepath.Join(dir, "results", "*", "runs", "*"))
 	if len(runs) != 1 {
 		t.Fatalf("%s: run folders %v, want one", name, runs)
 	}

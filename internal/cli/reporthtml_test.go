@@ -28,7 +28,7 @@ func htmlQuickstartRun(t *testing.T) (string, string) {
 	if code := cli.Main(t.Context(), []string{"run", evalFile, "--results", results}, cli.Stdio{Out: &stdout, Err: &stderr, Env: os.Environ()}); code != 0 {
 		t.Fatalf("mst run exited %d\n%s", code, stderr.String())
 	}
-	runs, err := filepath.Glob(filepath.Join(results, "*"))
+	runs, err := filepath.Glob(filepath.Join(results, "*", "runs", "*"))
 	if err != nil || len(runs) != 1 {
 		t.Fatalf("want one run in %s, have %v (%v)", results, runs, err)
 	}

@@ -377,7 +377,7 @@ func openRun(ctx context.Context, ref, results string, redact *secrets.Redactor)
 	}
 	st, err := store.Dir{Root: results}.Open(ctx, ref, redact)
 	if err != nil {
-		return nil, fmt.Errorf("%s: no run folder there, nor a run with that id in %s", ref, results)
+		return nil, runNotFound(ref, results, err)
 	}
 	return st, nil
 }

@@ -51,7 +51,7 @@ limits: {concurrency: 4}
 	go func() { exited <- cmd.Wait() }()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		files, _ := filepath.Glob(filepath.Join(results, "*", "transcripts", "v", "*.json"))
+		files, _ := filepath.Glob(filepath.Join(results, "*", "runs", "*", "transcripts", "v", "*.json"))
 		if len(files) >= 2 {
 			break
 		}
@@ -71,7 +71,7 @@ limits: {concurrency: 4}
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		t.Fatalf("mst run still runs 60s after SIGINT\n%s", stderr.String())
 	}
-	runs, _ := filepath.Glob(filepath.Join(results, "*", "run.json"))
+	runs, _ := filepath.Glob(filepath.Join(results, "*", "runs", "*", "run.json"))
 	if len(runs) != 1 {
 		t.Fatalf("runs = %v, want one", runs)
 	}

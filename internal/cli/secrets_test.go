@@ -161,7 +161,7 @@ graders:
 	}
 
 	// The run did its work, and the redaction markers show the path taken.
-	runs, _ := filepath.Glob(filepath.Join(results, "canary-*"))
+	runs, _ := filepath.Glob(filepath.Join(results, "*", "runs", "canary-*"))
 	if len(runs) != 1 {
 		t.Fatalf("run folders = %v, want one", runs)
 	}

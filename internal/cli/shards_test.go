@@ -53,7 +53,7 @@ func execMST(t *testing.T, args ...string) mstOutcome {
 // onlyRunFolder returns the one run folder under results.
 func onlyRunFolder(t *testing.T, results string) string {
 	t.Helper()
-	runs, _ := filepath.Glob(filepath.Join(results, "*", "run.json"))
+	runs, _ := filepath.Glob(filepath.Join(results, "*", "runs", "*", "run.json"))
 	if len(runs) != 1 {
 		t.Fatalf("run folders in %s: %v, want one", results, runs)
 	}
@@ -218,7 +218,7 @@ limits: {concurrency: 4}
 	// flight when it dies.
 	for {
 		failEarly("waiting for the quick trials")
-		if runs, _ := filepath.Glob(filepath.Join(results, "*", "run.json")); len(runs) == 1 && len(listTranscripts(t, filepath.Dir(runs[0]))) == planned-4 {
+		if runs, _ := filepath.Glob(filepath.Join(results, "*", "runs", "*", "run.json")); len(runs) == 1 && len(listTranscripts(t, filepath.Dir(runs[0]))) == planned-4 {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)

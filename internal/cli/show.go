@@ -26,7 +26,7 @@ result, the answer, usage and timing, and its grade with each grader's
 reason. TRIAL counts from 1 (default 1). Text from the transcript is printed
 with control characters escaped, so it cannot move the cursor or change the
 terminal. --json prints the transcript as stored.`,
-		Example: `  mst show mst-results/quickstart-20261201-090000-aaaaaa clear forecast-oslo
+		Example: `  mst show mst-results/quickstart/runs/quickstart-20261201-090000-aaaaaa clear forecast-oslo
   mst show RUN clear forecast-oslo 2 --json | jq .toolCalls`,
 		Args: cobra.RangeArgs(3, 4),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mst-eval/mst/internal/sshtest"
 	"github.com/mst-eval/mst/internal/testserver"
+	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
 )
 
@@ -197,7 +198,7 @@ func (s *sshSuite) testUnknownHostKey(t *testing.T) {
 	if code == 0 || !strings.Contains(stderr, "is not in "+h.Keys.KnownHosts) || !strings.Contains(stderr, fix) {
 		t.Errorf("mst run on a host missing from known_hosts exited %d:\n%s\nwant it refused with %q", code, stderr, fix)
 	}
-	if runs, _ := filepath.Glob(filepath.Join(results, "*", "run.json")); len(runs) > 0 {
+	if runs, _ := filepath.Glob(filepath.Join(results, "*", "runs", "*", "run.json")); len(runs) > 0 {
 		t.Errorf("a refused run left run folders: %v", runs)
 	}
 }
@@ -282,7 +283,7 @@ limits: {concurrency: 4}
 	// Once the four quick trials are back and the three slow ones are in
 	// their sleep calls, cut the connection under them.
 	waitSSH(t, 60*time.Second, "four transcripts", func() bool {
-		m, _ := filepath.Glob(filepath.Join(results, "*", "transcripts", "*", "*.json"))
+		m, _ := filepath.Glob(filepath.Join(results, "*", "runs", "*", "transcripts", "*", "*.json"))
 		return len(m) >= 4
 	})
 	waitSSH(t, 60*time.Second, "three sleep calls", func() bool {
@@ -317,7 +318,7 @@ limits: {concurrency: 4}
 	if err := os.WriteFile(filepath.Join(marks, testserver.WakeFile), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	runDir := filepath.Join(results, rec.ID)
+	runDir := filepath.Join(store.EvalRunsDir(results, rec.Eval), rec.ID)
 	code, _, errOut := s.run(t, append([]string{"run", "--resume", runDir}, sshOptions(h)...)...)
 	if code != 0 {
 		t.Fatalf("mst run --resume exited %d\n%s", code, errOut)
@@ -350,7 +351,7 @@ func (s *sshSuite) testCleanup(t *testing.T) {
 	}
 	rec := readSSHRun(t, results)
 	opts := sshOptions(h)[2:]
-	code, stdout, stderr := s.run(t, append([]string{"runner", "cleanup", filepath.Join(results, rec.ID)}, opts...)...)
+	code, stdout, stderr := s.run(t, append([]string{"runner", "cleanup", filepath.Join(store.EvalRunsDir(results, rec.Eval), rec.ID)}, opts...)...)
 	if code != 0 {
 		t.Fatalf("mst runner cleanup exited %d\n%s%s", code, stdout, stderr)
 	}
@@ -361,7 +362,7 @@ func (s *sshSuite) testCleanup(t *testing.T) {
 
 func readSSHRun(t *testing.T, results string) transcript.Run {
 	t.Helper()
-	runs, _ := filepath.Glob(filepath.Join(results, "*", "run.json"))
+	runs, _ := filepath.Glob(filepath.Join(results, "*", "runs", "*", "run.json"))
 	if len(runs) != 1 {
 		t.Fatalf("run folders in %s: %v, want one", results, runs)
 	}
@@ -380,7 +381,7 @@ func readSSHRun(t *testing.T, results string) transcript.Run {
 func transcriptsByName(t *testing.T, results string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	m, _ := filepath.Glob(filepath.Join(results, "*", "transcripts", "*", "*.json"))
+	m, _ := filepath.Glob(filepath.Join(results, "*", "runs", "*", "transcripts", "*", "*.json"))
 	for _, p := range m {
 		b, err := os.ReadFile(p)
 		if err != nil {

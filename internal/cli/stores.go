@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -65,7 +68,7 @@ func resultsStore(ctx context.Context, loc, eval string) (store.Store, error) {
 		return nil, withCode(ExitUsage, err)
 	}
 	if ok {
-		return store.Dir{Root: folder}, nil
+		return store.Dir{Root: folder, Eval: eval}, nil
 	}
 	u, err := parseStoreURL(loc)
 	if err != nil {
@@ -172,30 +175,37 @@ func openStoredRun(ctx context.Context, ref, results string, redact *secrets.Red
 }
 
 // listRunsIfListing prints the runs of an eval, newest first, when ref is
-// an eval's runs in a bucket (PREFIX/EVAL/runs/); listed says it was.
+// an eval's runs: PREFIX/EVAL/runs/ in a bucket, or a folder ROOT/EVAL/runs
+// of a results folder. listed says it was.
 func listRunsIfListing(ctx context.Context, stdio Stdio, ref string, asJSON bool) (listed bool, err error) {
-	if !isURL(ref) {
-		return false, nil
-	}
-	if _, ok, _ := storeFolder(ref); ok {
-		return false, nil
-	}
-	r, err := parseBucketRef(ref)
-	if err != nil || !r.runsList {
-		return false, nil // openRun reports what is wrong with it
-	}
-	s, err := bucketRoot(ctx, r)
-	if err != nil {
-		return true, err
-	}
-	runs, err := s.ListRuns(ctx, r.key)
-	if err != nil {
-		return true, err
+	var runs []store.RunSummary
+	column := "URL"
+	if folder, ok, _ := storeFolder(ref); ok {
+		if !isRunsFolder(folder) {
+			return false, nil // openRun reports what is wrong with it
+		}
+		if runs, err = store.ListRunDir(ctx, folder); err != nil {
+			return true, err
+		}
+		column = "FOLDER"
+	} else {
+		r, err := parseBucketRef(ref)
+		if err != nil || !r.runsList {
+			return false, nil // openRun reports what is wrong with it
+		}
+		s, err := bucketRoot(ctx, r)
+		if err != nil {
+			return true, err
+		}
+		if runs, err = s.ListRuns(ctx, r.key); err != nil {
+			return true, err
+		}
 	}
 	if asJSON {
 		type row struct {
 			ID      string    `json:"id"`
-			URL     string    `json:"url"`
+			URL     string    `json:"url,omitempty"`
+			Folder  string    `json:"folder,omitempty"`
 			Started time.Time `json:"started,omitzero"`
 			Collect string    `json:"collect,omitempty"`
 			Planned int       `json:"planned"`
@@ -204,8 +214,13 @@ func listRunsIfListing(ctx context.Context, stdio Stdio, ref string, asJSON bool
 		}
 		rows := []row{}
 		for _, sum := range runs {
-			rw := row{ID: sum.ID, URL: sum.Location, Started: sum.Record.Started, Collect: string(sum.Record.Collect),
+			rw := row{ID: sum.ID, Started: sum.Record.Started, Collect: string(sum.Record.Collect),
 				Planned: sum.Record.Counts.Planned, Done: sum.Record.Counts.Done()}
+			if column == "URL" {
+				rw.URL = sum.Location
+			} else {
+				rw.Folder = sum.Location
+			}
 			if sum.Err != nil {
 				rw.Problem = sum.Err.Error()
 			}
@@ -215,18 +230,34 @@ func listRunsIfListing(ctx context.Context, stdio Stdio, ref string, asJSON bool
 		enc.SetIndent("", "  ")
 		return true, enc.Encode(rows)
 	}
-	writeRunList(stdio.Out, ref, runs)
+	writeRunList(stdio.Out, ref, column, runs)
 	return true, nil
 }
 
-// writeRunList prints one line per run, newest first.
-func writeRunList(w io.Writer, ref string, runs []blobstore.Summary) {
+// isRunsFolder says whether folder is an eval's runs in a results folder
+// (ROOT/EVAL/runs) rather than a run: a folder named runs without a
+// run.json.
+func isRunsFolder(folder string) bool {
+	if filepath.Base(filepath.Clean(folder)) != "runs" {
+		return false
+	}
+	st, err := os.Stat(folder)
+	if err != nil || !st.IsDir() {
+		return false
+	}
+	_, err = os.Stat(filepath.Join(folder, store.RunRecordName))
+	return errors.Is(err, fs.ErrNotExist)
+}
+
+// writeRunList prints one line per run, newest first; column names the
+// last one (URL, FOLDER).
+func writeRunList(w io.Writer, ref, column string, runs []store.RunSummary) {
 	if len(runs) == 0 {
 		fmt.Fprintf(w, "no runs in %s\n", ref)
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tSTARTED\tCOLLECT\tTRIALS\tURL")
+	fmt.Fprintln(tw, "RUN\tSTARTED\tCOLLECT\tTRIALS\t"+column)
 	for _, s := range runs {
 		if s.Err != nil {
 			fmt.Fprintf(tw, "%s\t\tunreadable\t\t%s\n", s.ID, s.Location)
@@ -239,6 +270,20 @@ func writeRunList(w io.Writer, ref string, runs []blobstore.Summary) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\n", s.ID, started, s.Record.Collect, s.Record.Counts.Done(), s.Record.Counts.Planned, s.Location)
 	}
 	tw.Flush()
+}
+
+// runNotFound is the error of a run reference that names no run folder
+// when looking it up as an id in the results folder failed with err. An
+// id that names two runs keeps the error that lists them; a folder of an
+// eval's runs says so.
+func runNotFound(ref, results string, err error) error {
+	switch {
+	case isRunsFolder(ref):
+		return withCode(ExitUsage, fmt.Errorf("%s is an eval's runs (mst report %s lists them), not a run: give one run's folder, %s/RUN-ID", ref, ref, filepath.Clean(ref)))
+	case errors.Is(err, store.ErrAmbiguous):
+		return withCode(ExitUsage, err)
+	}
+	return fmt.Errorf("%s: no run folder there, nor a run with that id in %s", ref, results)
 }
 
 // checkWorkerFolder refuses a URL as a worker's results: a worker writes

@@ -1,8 +1,11 @@
 package cli_test
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -14,6 +17,7 @@ import (
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"github.com/mst-eval/mst/internal/cli"
+	"github.com/mst-eval/mst/store"
 )
 
 type mstResult struct {
@@ -156,5 +160,164 @@ func TestResultsURLRefused(t *testing.T) {
 		t.Errorf("mst run --results ./gs:x exited %d\n%s", r.code, r.stderr)
 	} else if _, err := os.Stat(filepath.Join(wd, "gs:x")); err != nil {
 		t.Errorf("--results ./gs:x made no folder gs:x: %v", err)
+	}
+}
+
+// runFolderLine is the results: line mst run prints for a run in a
+// results folder, in the layout ROOT/EVAL/runs/ID.
+var runFolderLine = regexp.MustCompile(`(?m)^results: (.*/quickstart/runs/(quickstart-[^/\s]+))$`)
+
+// runInto runs two trials of the quickstart into results (the default
+// folder when results is "") and returns the run's folder and id.
+func runInto(t *testing.T, evalFile, results string) (folder, id string) {
+	t.Helper()
+	args := []string{"run", evalFile, "--limit", "1", "--trials", "1", "--json"}
+	if results != "" {
+		args = append(args, "--results", results)
+	}
+	r := runCLI(t, args...)
+	if r.code != 0 {
+		t.Fatalf("mst %v exited %d\n%s", args, r.code, r.stderr)
+	}
+	m := runFolderLine.FindStringSubmatch(r.stderr)
+	if m == nil {
+		t.Fatalf("mst %v printed no results: …/quickstart/runs/RUN-ID line:\n%s", args, r.stderr)
+	}
+	if st, err := os.Stat(filepath.Join(m[1], "run.json")); err != nil || st.IsDir() {
+		t.Fatalf("the folder mst run printed, %s, has no run.json: %v", m[1], err)
+	}
+	return m[1], m[2]
+}
+
+// viewServes runs mst view ref until it prints its address, then stops it.
+func viewServes(t *testing.T, ref string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	var stderr bytes.Buffer
+	go func() {
+		done <- cli.Main(ctx, []string{"view", ref}, cli.Stdio{Out: pw, Err: &stderr, Env: os.Environ()})
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	go io.Copy(io.Discard, pr)
+	cancel()
+	code := <-done
+	if err != nil || !strings.Contains(line, "http://127.0.0.1:") || code != 0 {
+		t.Errorf("mst view %s: printed %q (%v), exit %d\n%s", ref, line, err, code, stderr.String())
+	}
+}
+
+// TestResultsFolderLayout: mst run keeps a run in RESULTS/EVAL/runs/ID
+// (the eval's name as the bucket store spells it), with --results and by
+// default; every command that takes a run takes one of this layout and
+// one an older version made at RESULTS/ID, by folder and by id; an id
+// found twice is refused naming both; RESULTS/EVAL/runs/ lists the eval's
+// runs as a bucket's do; and a resumed old run stays where it is.
+func TestResultsFolderLayout(t *testing.T) {
+	evalFile := quickstartCopy(t)
+	wd := t.TempDir()
+	t.Chdir(wd)
+	other := filepath.Join(t.TempDir(), "my results")
+	if f, _ := runInto(t, evalFile, other); filepath.Dir(filepath.Dir(f)) != filepath.Join(other, store.SafeName("quickstart")) {
+		t.Errorf("--results %s: run in %s, want %s/quickstart/runs/RUN-ID", other, f, other)
+	}
+	newDir, newID := runInto(t, evalFile, "")
+	if want := filepath.Join("mst-results", "quickstart", "runs", newID); newDir != want {
+		t.Errorf("mst run printed %s, want %s", newDir, want)
+	}
+	// A run as an older version kept it: RESULTS/ID.
+	movedDir, oldID := runInto(t, evalFile, "")
+	oldDir := filepath.Join("mst-results", oldID)
+	if err := os.Rename(movedDir, oldDir); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(filepath.Join(newDir, "transcripts"))
+	if len(ents) == 0 {
+		t.Fatalf("%s has no transcripts", newDir)
+	}
+	variant := ents[0].Name()
+	files, _ := os.ReadDir(filepath.Join(newDir, "transcripts", variant))
+	if len(files) == 0 {
+		t.Fatalf("%s has no transcripts of %s", newDir, variant)
+	}
+	caseID := strings.TrimSuffix(files[0].Name(), ".t1.json")
+
+	for _, ref := range []string{newDir, newID, oldDir, oldID} {
+		for _, args := range [][]string{
+			{"report", ref, "--json"},
+			{"show", ref, variant, caseID},
+			{"grade", ref},
+			{"compare", ref, newDir},
+			{"compare", oldDir, ref},
+		} {
+			if r := runCLI(t, args...); r.code != 0 {
+				t.Errorf("mst %v exited %d\n%s", args, r.code, r.stderr)
+			}
+		}
+		viewServes(t, ref)
+	}
+	if r := runCLI(t, "grade", newID, "--results", filepath.Join(wd, "mst-results")); r.code != 0 {
+		t.Errorf("mst grade ID --results exited %d\n%s", r.code, r.stderr)
+	}
+
+	// A resume of the old run, by id, writes into its folder and makes no
+	// new one.
+	lost := filepath.Join(oldDir, "transcripts", variant, files[0].Name())
+	if err := os.Remove(lost); err != nil {
+		t.Fatal(err)
+	}
+	if r := runCLI(t, "run", "--resume", oldID, "--json"); r.code != 0 {
+		t.Fatalf("mst run --resume %s exited %d\n%s", oldID, r.code, r.stderr)
+	} else if !strings.Contains(r.stderr, "results: "+oldDir+"\n") {
+		t.Errorf("mst run --resume %s does not print its folder %s:\n%s", oldID, oldDir, r.stderr)
+	}
+	if _, err := os.Stat(lost); err != nil {
+		t.Errorf("after --resume %s, %s is not back: %v", oldID, lost, err)
+	}
+	// A resume of a new run by id, with --results, stays where it is.
+	lostNew := filepath.Join(newDir, "transcripts", variant, files[0].Name())
+	os.Remove(lostNew)
+	if r := runCLI(t, "run", "--resume", newID, "--results", "mst-results", "--json"); r.code != 0 {
+		t.Fatalf("mst run --resume %s exited %d\n%s", newID, r.code, r.stderr)
+	}
+	if _, err := os.Stat(lostNew); err != nil {
+		t.Errorf("after --resume %s, %s is not back: %v", newID, lostNew, err)
+	}
+	runs, _ := os.ReadDir(filepath.Join("mst-results", "quickstart", "runs"))
+	if len(runs) != 1 {
+		t.Errorf("after the resumes mst-results/quickstart/runs holds %d runs, want 1", len(runs))
+	}
+
+	// The eval's runs, newest first, as for a bucket.
+	second, secondID := runInto(t, evalFile, "")
+	listing := filepath.Join("mst-results", "quickstart", "runs") + "/"
+	ls := runCLI(t, "report", listing)
+	lines := strings.Split(strings.TrimSpace(ls.stdout), "\n")
+	if ls.code != 0 || len(lines) != 3 || !strings.HasPrefix(lines[0], "RUN") || !strings.Contains(lines[0], "FOLDER") ||
+		!strings.HasPrefix(lines[1], secondID) || !strings.HasSuffix(lines[1], second) || !strings.HasPrefix(lines[2], newID) {
+		t.Errorf("mst report %s = exit %d %q, want a header, then %s, then %s\n%s", listing, ls.code, ls.stdout, secondID, newID, ls.stderr)
+	}
+	lsj := runCLI(t, "report", strings.TrimSuffix(listing, "/"), "--json")
+	var rows []struct{ ID, Folder string }
+	if err := json.Unmarshal([]byte(lsj.stdout), &rows); err != nil || len(rows) != 2 || rows[0].ID != secondID || rows[0].Folder != second {
+		t.Errorf("mst report %s --json = %s, %v; want 2 rows, %s first", listing, lsj.stdout, err, secondID)
+	}
+	if r := runCLI(t, "show", listing, variant, caseID); r.code != 2 || !strings.Contains(r.stderr, "eval's runs") {
+		t.Errorf("mst show %s = exit %d %q, want 2: an eval's runs, not a run", listing, r.code, r.stderr)
+	}
+
+	// One id at two places: refused, naming both.
+	dup := filepath.Join("mst-results", newID)
+	if err := os.CopyFS(dup, os.DirFS(newDir)); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"report", newID}, {"show", newID, variant, caseID}, {"grade", newID}, {"compare", newID, oldDir}, {"view", newID}, {"run", "--resume", newID}} {
+		r := runCLI(t, args...)
+		if r.code == 0 || !strings.Contains(r.stderr, newDir) || !strings.Contains(r.stderr, dup) {
+			t.Errorf("mst %v with the id at two places = exit %d %q, want an error naming %s and %s", args, r.code, r.stderr, newDir, dup)
+		}
 	}
 }

@@ -26,7 +26,7 @@ anew on every load, so reloading it shows how far a run that is still going
 has got. Stop with Ctrl-C. RUN is the run's folder (as mst run printed it),
 or a run id under ./mst-results. Only this machine can reach the page; from
 another machine, forward the port (ssh -L PORT:127.0.0.1:PORT host).`,
-		Example: `  mst view mst-results/quickstart-20261130-101500-a1b2c3
+		Example: `  mst view mst-results/quickstart/runs/quickstart-20261130-101500-a1b2c3
   mst view quickstart-20261130-101500-a1b2c3 --port 8080`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -227,17 +227,12 @@ func (s *Store) OpenRunAt(ctx context.Context, key string, redact *secrets.Redac
 	return r, nil
 }
 
-// Summary is one run as a listing shows it.
-type Summary struct {
-	ID       string
-	Location string
-	Record   transcript.Run
-	// Err is why the record could not be read; Record is then empty.
-	Err error
-}
+// Summary is one run as a listing shows it, as every store's listing
+// does.
+type Summary = store.RunSummary
 
 // ListRuns lists the runs under key (PREFIX/EVAL/runs/), newest first
-// (by the run record's start, then by id).
+// (store.SortRuns).
 func (s *Store) ListRuns(ctx context.Context, key string) ([]Summary, error) {
 	key = strings.Trim(key, "/") + "/"
 	if key == "/" {
@@ -270,12 +265,7 @@ func (s *Store) ListRuns(ctx context.Context, key string) ([]Summary, error) {
 		}
 		out = append(out, sum)
 	}
-	slices.SortStableFunc(out, func(a, b Summary) int {
-		if c := b.Record.Started.Compare(a.Record.Started); c != 0 {
-			return c
-		}
-		return strings.Compare(b.ID, a.ID)
-	})
+	store.SortRuns(out)
 	return out, nil
 }
 

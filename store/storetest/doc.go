@@ -5,7 +5,7 @@
 //	func TestDir(t *testing.T) {
 //		t.Parallel()
 //		storetest.Run(t, func(t *testing.T) store.Store {
-//			return store.Dir{Root: t.TempDir()}
+//			return store.Dir{Root: t.TempDir(), Eval: "weather"}
 //		})
 //	}
 //
