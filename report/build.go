@@ -143,6 +143,7 @@ func Build(in Input) Report {
 			Started:       in.Run.Started,
 			Ended:         in.Run.Ended,
 			TrialsPerCase: k,
+			ShardTrials:   shardTrials(in.Run.Runner),
 		},
 	}
 	r.Counts.Planned = len(cases) * len(variants) * k
@@ -414,3 +415,28 @@ func compare(a, b string, cases []string, cells [][]cell, complete []bool, ai, b
 }
 
 func ptr(f float64) *float64 { return &f }
+
+// shardTrials is how many trials each shard of a run was given: what
+// run.json records, or, for a run recorded before it did, what its first
+// attempt's machines say (a shard given no trial had no machine). Nil for
+// a run of one shard.
+func shardTrials(ri transcript.RunnerInfo) []int {
+	if ri.Shards <= 1 {
+		return nil
+	}
+	if len(ri.ShardTrials) == ri.Shards {
+		return ri.ShardTrials
+	}
+	out := make([]int, ri.Shards)
+	seen := false
+	for _, m := range ri.Machines {
+		if m.Attempt <= 1 && m.Shard >= 0 && m.Shard < ri.Shards {
+			out[m.Shard] += m.Trials
+			seen = true
+		}
+	}
+	if !seen {
+		return nil
+	}
+	return out
+}

@@ -117,6 +117,9 @@ type RunInfo struct {
 	Started       time.Time `json:"started,omitzero"`
 	Ended         time.Time `json:"ended,omitzero"`
 	TrialsPerCase int       `json:"trialsPerCase"`
+	// ShardTrials is, for a run of more than one shard, how many planned
+	// trials each shard was given, by shard index (transcript.RunnerInfo).
+	ShardTrials []int `json:"shardTrials,omitempty"`
 }
 
 // VariantStats are the numbers of one variant.

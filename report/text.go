@@ -80,14 +80,18 @@ func (r Report) writeHeader(w io.Writer, width int) {
 		run += " (" + text(r.Run.Collect) + ")"
 	}
 	const indent = "          "
-	for _, l := range [][2]string{
+	lines := [][2]string{
 		{"Eval", text(eval)},
 		{"Run", run},
 		{"Plan", fmt.Sprintf("%s × %s × %s = %s",
 			plural(len(r.Variants), "variant"), plural(len(r.Cases), "case"),
 			plural(r.Run.TrialsPerCase, "trial"), plural(r.Counts.Planned, "trial"))},
-		{"Outcomes", outcomeSummary(r.Counts)},
-	} {
+	}
+	if n := len(r.Run.ShardTrials); n > 1 {
+		lines = append(lines, [2]string{"Shards", shardsText(r.Run.ShardTrials)})
+	}
+	lines = append(lines, [2]string{"Outcomes", outcomeSummary(r.Counts)})
+	for _, l := range lines {
 		room := 0
 		if width > 0 {
 			room = max(width-len(indent), 1)
@@ -96,6 +100,16 @@ func (r Report) writeHeader(w io.Writer, width int) {
 		fmt.Fprintf(w, "%-8s  %s\n", l[0], value)
 	}
 	fmt.Fprintln(w)
+}
+
+// shardsText says how many shards a run had and how many trials each was
+// given: "4 (trials per shard 2/16/8/2)".
+func shardsText(trials []int) string {
+	counts := make([]string, len(trials))
+	for i, n := range trials {
+		counts[i] = strconv.Itoa(n)
+	}
+	return fmt.Sprintf("%d (trials per shard %s)", len(trials), strings.Join(counts, "/"))
 }
 
 // outcomeSummary lists the outcome counts that are not zero, answered

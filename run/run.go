@@ -171,7 +171,7 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	}
 	rec.Runner = transcript.RunnerInfo{
 		Name: o.Runner.Name, Options: o.Chosen.Options, Shards: o.Chosen.Shards, Keep: o.Chosen.Keep,
-		Machines: rec.Runner.Machines,
+		Machines: rec.Runner.Machines, ShardTrials: ShardTrials(p.Keys, o.Chosen.Shards),
 	}
 	rec.Counts.Planned = len(p.Keys)
 	if err := st.WriteRun(ctx, rec); err != nil {

@@ -80,12 +80,19 @@ type RunnerInfo struct {
 	Keep    string            `json:"keep,omitempty"`
 	// Machines has one entry per shard that ran, latest attempt last.
 	Machines []Machine `json:"machines,omitempty"`
+	// ShardTrials is, for a run of more than one shard, how many of the
+	// run's planned trials the case-hash split gives each shard, by shard
+	// index: a shard given none has 0 here and no machine.
+	ShardTrials []int `json:"shardTrials,omitempty"`
 }
 
 // Machine records one shard's machine and how the shard ended.
 type Machine struct {
-	Shard      int    `json:"shard"`
-	ID         string `json:"id"`
+	Shard int    `json:"shard"`
+	ID    string `json:"id"`
+	// Image is what the machine ran, pinned by digest where the runner
+	// knows one: NAME@sha256:… for a container image (the registry's
+	// digest when the image came from one, else the local image id).
 	Image      string `json:"image,omitempty"`
 	MSTVersion string `json:"mstVersion,omitempty"`
 	// ClientVersions are the versions the worker reported at hello.

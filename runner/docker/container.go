@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -73,15 +74,19 @@ func (r *dockerRunner) create(ctx context.Context, spec containerSpec) (runner.M
 	if err != nil {
 		c.Remove(context.WithoutCancel(ctx))
 		if says(err, "no such file") || says(err, "not found") {
-			return nil, fmt.Errorf("starting a container of %s: the image has no mst at %s (set --runner-option mst=PATH): %w", r.img.ref, r.set.mst, err)
+			return nil, fmt.Errorf("starting a container of %s: the image has no mst at %s (%w). %s", r.img.ref, r.set.mst, err, noMSTHelp(r.set.mst, r.version, r.arch))
 		}
 		return nil, fmt.Errorf("starting a container of %s: %w", r.img.ref, err)
 	}
 	// The worker's hello would catch another version too, but only after
 	// the bundle is copied; this says at once what is wrong with the image.
 	out, err := r.cli.Run(ctx, nil, "exec", name, r.set.mst, "version")
-	if err == nil && r.version != "" && out != "mst "+r.version {
-		err = fmt.Errorf("the image's mst says %q, and this coordinator is mst %s: rebuild the image (mst runner setup docker) or put mst %s in it", out, r.version, r.version)
+	if err != nil {
+		err = fmt.Errorf("%w. %s", err, noMSTHelp(r.set.mst, r.version, r.arch))
+	} else if found, ok := strings.CutPrefix(out, "mst "); !ok {
+		err = fmt.Errorf("%s is not mst: `%s version` printed %q. %s", r.set.mst, r.set.mst, out, noMSTHelp(r.set.mst, r.version, r.arch))
+	} else if r.version != "" && found != r.version {
+		err = errors.New(mismatch(r.img.ref, r.set.mst, found, r.version, r.arch))
 	}
 	if err != nil {
 		c.Remove(context.WithoutCancel(ctx))

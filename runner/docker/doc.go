@@ -8,18 +8,23 @@
 // version: FROM scratch, with this mst binary at /mst, tagged
 // mst-worker:<version>. The binary must be a static Linux build for the
 // Docker host's architecture; Setup says how to build one when it is not.
-// With --runner-option image=REF a run uses an image of its own instead,
-// which must hold the same MST version (at /mst, or where the mst option
-// says).
+// With --runner-option image=REF a run uses an image of its own instead:
+// any Linux image, labelled or not, that holds the same MST version (at
+// /mst, or where the mst option says).
 //
 // New checks that the daemon answers and finds the image, which it then
 // pins by id, so every shard of the run starts from the same image even if
-// the tag moves. RunShard runs one shard through runner.MachineRunner:
+// the tag moves; an image of one's own has its mst asked for its version
+// once there (docker run --rm … version), so a wrong one fails the run
+// before any shard. Each machine records the image as NAME@sha256:…, with
+// the registry's digest when the image has one (RepoDigests) and else its
+// id. RunShard runs one shard through runner.MachineRunner:
 //
 //  1. docker run -d starts a container named mst-<run>-<shard>, labelled
 //     mst.run, mst.shard and mst.version, with no-new-privileges, a fresh
 //     tmpfs at /run/mst (mode 0700, where the worker keeps tokens) and at
-//     /tmp, and mst's hidden `runner idle` command as its main process;
+//     /tmp, and mst's hidden `runner idle` command as its main process,
+//     whose `mst version` is then checked against the coordinator's;
 //  2. the bundle is copied to /work/bundle (docker cp of a tar stream);
 //  3. the worker runs as docker exec -i … mst collect, its stdin and stdout
 //     carrying mst.shard/v1;

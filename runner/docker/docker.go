@@ -49,7 +49,7 @@ const (
 const MaxShards = 16
 
 const optionsSchema = `{"type":"object","additionalProperties":false,"properties":{
-  "image": {"type":"string","description":"Worker image to use instead of the one mst runner setup docker builds (it must hold this MST version).","x-defaultDescription":"mst-worker:<mst version>"},
+  "image": {"type":"string","description":"Worker image to use instead of the one mst runner setup docker builds: any Linux image, with or without labels, that holds this MST version at the path the mst option names.","x-defaultDescription":"mst-worker:<mst version>"},
   "mst": {"type":"string","description":"Path of mst inside the image.","default":"/mst"},
   "workdir": {"type":"string","description":"Folder in the container for the bundle and the transcripts; the worker's user must be able to write it.","default":"/work"},
   "network": {"type":"string","description":"Docker network of the containers: host reaches servers on this machine's localhost, none cuts every connection.","x-defaultDescription":"the Docker daemon's default"},
@@ -136,7 +136,8 @@ func credentialFiles() []string {
 }
 
 // New makes the docker runner for one run: it checks that the Docker
-// daemon answers and pins the worker image by id.
+// daemon answers and pins the worker image by id; an image named with
+// OptionImage is checked to hold the coordinator's mst.
 func New(ctx context.Context, p runner.Params) (runner.Runner, error) {
 	set, err := parseSettings(p.Options)
 	if err != nil {
@@ -165,7 +166,15 @@ func New(ctx context.Context, p runner.Params) (runner.Runner, error) {
 	if set.image == "" && len(p.MST) > 0 {
 		warnStale(img, p.MST[0], arch, logger)
 	}
-	r := &dockerRunner{cli: c, set: set, img: img, version: version, params: p, logger: logger}
+	if set.image != "" {
+		// An image of one's own need carry no label: what matters is the
+		// mst inside, asked once here so a wrong image fails the run
+		// before any shard starts, with one message.
+		if _, err := checkVersion(ctx, c, img, set.mst, version, arch); err != nil {
+			return nil, err
+		}
+	}
+	r := &dockerRunner{cli: c, set: set, img: img, version: version, arch: arch, params: p, logger: logger}
 	return r, nil
 }
 
@@ -174,8 +183,11 @@ type dockerRunner struct {
 	set     settings
 	img     image
 	version string
-	params  runner.Params
-	logger  *slog.Logger
+	// arch is the Docker host's architecture (amd64), for the messages
+	// that say how to build an mst for its images.
+	arch   string
+	params runner.Params
+	logger *slog.Logger
 }
 
 // RunShard runs one shard in a new container, named and labelled with the

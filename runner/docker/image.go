@@ -6,6 +6,7 @@ import (
 	"debug/elf"
 	_ "embed"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,16 +24,93 @@ import (
 //go:embed Dockerfile
 var dockerfile []byte
 
-// image is a worker image: how the run named it and the id it pinned.
+// image is a worker image: how the run named it, the id it pinned and
+// what the Docker host knows of it.
 type image struct {
 	ref string
 	id  string
+	// digest is the registry's digest of the image (sha256:…, from its
+	// RepoDigests), "" for an image built or loaded on the Docker host.
+	digest string
 	// binary is the image's LabelBinary, "" when it has none.
 	binary string
 }
 
-// String is what run.json records: REF@ID.
-func (i image) String() string { return i.ref + "@" + i.id }
+// String is what run.json records: the image's name pinned by digest,
+// NAME@sha256:…, with the registry's digest when the image came from one
+// (so the same image can be pulled anywhere) and else the local image id.
+func (i image) String() string {
+	name, _, _ := strings.Cut(i.ref, "@")
+	d := i.digest
+	if d == "" {
+		d = i.id
+	}
+	return name + "@" + d
+}
+
+// inspected is what resolveImage reads of `docker image inspect`. Every
+// field may be missing: an image of one's own need not carry MST's
+// labels, and one built here has no RepoDigests.
+type inspected struct {
+	ID          string   `json:"Id"`
+	RepoDigests []string `json:"RepoDigests"`
+	Config      *struct {
+		Labels map[string]string `json:"Labels"`
+	} `json:"Config"`
+}
+
+// parseInspect reads the output of `docker image inspect ref` (a JSON
+// array of one image) into an image.
+func parseInspect(ref string, out []byte) (image, error) {
+	var list []inspected
+	if err := json.Unmarshal(out, &list); err != nil {
+		return image{}, fmt.Errorf("docker image inspect %s printed what is not an image's JSON: %w", ref, err)
+	}
+	if len(list) != 1 || list[0].ID == "" {
+		return image{}, fmt.Errorf("docker image inspect %s printed %d images, want one with an id", ref, len(list))
+	}
+	in := list[0]
+	img := image{ref: ref, id: in.ID, digest: repoDigest(ref, in.RepoDigests)}
+	if in.Config != nil {
+		img.binary = in.Config.Labels[LabelBinary]
+	}
+	return img, nil
+}
+
+// repoDigest picks, from an image's RepoDigests (NAME@sha256:…), the
+// digest under ref's repository, or the first one when none is; "" when
+// the image has none.
+func repoDigest(ref string, digests []string) string {
+	want := repository(ref)
+	first := ""
+	for _, d := range digests {
+		name, digest, ok := strings.Cut(d, "@")
+		if !ok || digest == "" {
+			continue
+		}
+		if repository(name) == want {
+			return digest
+		}
+		if first == "" {
+			first = digest
+		}
+	}
+	return first
+}
+
+// repository is an image reference's repository, without tag or digest,
+// in one spelling for Docker Hub's names: busybox, library/busybox and
+// docker.io/library/busybox:1 are all busybox.
+func repository(ref string) string {
+	name, _, _ := strings.Cut(ref, "@")
+	if i := strings.LastIndexByte(name, ':'); i > strings.LastIndexByte(name, '/') {
+		name = name[:i]
+	}
+	for _, p := range []string{"docker.io/", "index.docker.io/", "library/"} {
+		name = strings.TrimPrefix(name, p)
+	}
+	return name
+}
 
 // DefaultImage is the reference of the worker image Setup builds for an
 // MST version (runner.WorkerImage).
@@ -45,7 +123,9 @@ func resolveImage(ctx context.Context, c *clicmd.CLI, ref, version string) (imag
 	if !own {
 		ref = DefaultImage(version)
 	}
-	out, err := c.Run(ctx, nil, "image", "inspect", "--format", `{{.Id}} {{index .Config.Labels "`+LabelBinary+`"}}`, ref)
+	// The whole JSON, not a --format template: a template that names a
+	// label fails on an image without labels.
+	out, err := c.Run(ctx, nil, "image", "inspect", ref)
 	if err != nil {
 		if !says(err, "No such image") && !says(err, "No such object") {
 			return image{}, fmt.Errorf("docker runner: looking up the image %s: %w", ref, err)
@@ -55,11 +135,56 @@ func resolveImage(ctx context.Context, c *clicmd.CLI, ref, version string) (imag
 		}
 		return image{}, fmt.Errorf("docker runner: the worker image %s is not built: run `mst runner setup docker` once (it builds the image from this mst binary), or pass --runner-option image=REF", ref)
 	}
-	id, binary, _ := strings.Cut(out, " ")
-	if binary == "<no value>" {
-		binary = ""
+	img, err := parseInspect(ref, []byte(out))
+	if err != nil {
+		return image{}, fmt.Errorf("docker runner: looking up the image %s: %w", ref, err)
 	}
-	return image{ref: ref, id: id, binary: binary}, nil
+	return img, nil
+}
+
+// checkVersion runs the mst at path mst in the image, checks that it is
+// mst version (any version when version is ""), and returns its version. Its error says what was found and how to get the right
+// mst into the image.
+func checkVersion(ctx context.Context, c *clicmd.CLI, img image, mst, version, arch string) (found string, err error) {
+	found, err = imageVersion(ctx, c, img.id, mst)
+	var printed notMST
+	switch {
+	case errors.As(err, &printed):
+		return "", fmt.Errorf("docker runner: %s in the image %s is not mst: `%s version` printed %q. %s", mst, img.ref, mst, string(printed), noMSTHelp(mst, version, arch))
+	case err != nil && (says(err, "no such file") || says(err, "executable file not found")):
+		// Docker's own words add nothing; a dynamically linked program
+		// whose C library the image lacks fails the same way.
+		return "", fmt.Errorf("docker runner: the image %s has no mst at %s (or one linked dynamically, whose C library the image lacks). %s", img.ref, mst, noMSTHelp(mst, version, arch))
+	case err != nil:
+		return "", fmt.Errorf("docker runner: the image %s has no mst at %s that runs (%v). %s", img.ref, mst, err, noMSTHelp(mst, version, arch))
+	case version != "" && found != version:
+		return "", errors.New("docker runner: " + mismatch(img.ref, mst, found, version, arch))
+	}
+	return found, nil
+}
+
+// mismatch says that the image holds another mst than the coordinator's,
+// and what to do about it.
+func mismatch(ref, mst, found, version, arch string) string {
+	return fmt.Sprintf("the image %s holds mst %s at %s, and this coordinator is mst %s: the workers must run the coordinator's version. "+
+		"Build the worker image of this version with `mst runner setup docker` and leave out --runner-option image, "+
+		"or put mst %s in your image (%s) and name its path with --runner-option mst=PATH",
+		ref, found, mst, version, version, buildHint(arch))
+}
+
+// noMSTHelp says how to give an image a runnable mst.
+func noMSTHelp(mst, version, arch string) string {
+	v := "mst"
+	if version != "" {
+		v = "mst " + version
+	}
+	return fmt.Sprintf("Put %s in the image (%s) and name its path with --runner-option mst=PATH when it is not %s, "+
+		"or use the worker image `mst runner setup docker` builds (leave out --runner-option image)", v, buildHint(arch), mst)
+}
+
+// buildHint says how to build an mst that runs in any Linux image of arch.
+func buildHint(arch string) string {
+	return fmt.Sprintf("a static build runs in any image: CGO_ENABLED=0 GOOS=linux GOARCH=%s go build -o mst ./cmd/mst, then COPY mst /usr/local/bin/mst in its Dockerfile", arch)
 }
 
 // warnStale warns when the coordinator's mst could have been the binary in
@@ -101,11 +226,15 @@ func Setup(ctx context.Context, p runner.SetupParams) error {
 		return err
 	}
 	if set.image != "" {
-		version, err := imageVersion(ctx, c, set.image, set.mst)
+		img, err := resolveImage(ctx, c, set.image, p.MSTVersion)
 		if err != nil {
-			return fmt.Errorf("docker runner: checking the image %s: %w", set.image, err)
+			return err
 		}
-		fmt.Fprintf(out, "the image %s holds mst %s at %s; nothing to build\n", set.image, version, set.mst)
+		found, err := checkVersion(ctx, c, img, set.mst, p.MSTVersion, arch)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "the image %s holds mst %s at %s; nothing to build\n", set.image, found, set.mst)
 		return nil
 	}
 	if p.MST == "" {
@@ -185,21 +314,24 @@ var caBundles = []string{
 }
 
 // imageVersion runs `mst version` in a throwaway container of the image and
-// returns the version it prints.
+// returns the version it prints; a program that prints something else is
+// a notMST error.
 func imageVersion(ctx context.Context, c *clicmd.CLI, ref, mst string) (string, error) {
 	out, err := c.Run(ctx, nil, "run", "--rm", "--network", "none", "--entrypoint", mst, ref, "version")
 	if err != nil {
-		if says(err, "no such file") || says(err, "not found") {
-			return "", fmt.Errorf("the image has no mst at %s: set --runner-option mst=PATH to where it is: %w", mst, err)
-		}
 		return "", err
 	}
 	version, ok := strings.CutPrefix(out, "mst ")
-	if !ok {
-		return "", fmt.Errorf("%s version printed %q, not mst's version", mst, out)
+	if !ok || version == "" || strings.ContainsAny(version, " \n") {
+		return "", notMST(out)
 	}
 	return version, nil
 }
+
+// notMST is what a program that is not mst printed to `version`.
+type notMST string
+
+func (n notMST) Error() string { return fmt.Sprintf("it printed %q, not mst's version", string(n)) }
 
 // elfMachines maps Docker's architecture names to ELF machines.
 var elfMachines = map[string]elf.Machine{

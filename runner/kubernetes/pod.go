@@ -40,15 +40,35 @@ func (r *kubeRunner) create(ctx context.Context, spec podSpec) (runner.Machine, 
 	}
 	// The worker's hello would catch another version too, but only after
 	// the bundle is copied; this says at once what is wrong with the image.
+	// No label is needed on the image: the mst inside is asked itself.
 	out, err := k.run(ctx, nil, k.execArgs(name, false, r.set.mst, "version")...)
-	if err == nil && r.version != "" && out != "mst "+r.version {
-		err = fmt.Errorf("the image's mst says %q, and this coordinator is mst %s: put mst %s in the image (mst runner setup docker builds one) and name it with --runner-option image=REF", out, r.version, r.version)
+	found, isMST := strings.CutPrefix(out, "mst ")
+	switch {
+	case err != nil:
+		err = fmt.Errorf("the image %s has no mst at %s that runs (%w). %s", r.image, r.set.mst, err, imageHelp(r.set.mst, r.version))
+	case !isMST:
+		err = fmt.Errorf("%s in the image %s is not mst: `%s version` printed %q. %s", r.set.mst, r.image, r.set.mst, out, imageHelp(r.set.mst, r.version))
+	case r.version != "" && found != r.version:
+		err = fmt.Errorf("the image %s holds mst %s at %s, and this coordinator is mst %s: the workers must run the coordinator's version. %s",
+			r.image, found, r.set.mst, r.version, imageHelp(r.set.mst, r.version))
 	}
 	if err != nil {
 		p.Remove(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("checking mst in the pod %s of %s (is it at %s? set --runner-option mst=PATH): %w", name, r.image, r.set.mst, err)
+		return nil, fmt.Errorf("checking mst in the pod %s: %w", name, err)
 	}
 	return p, nil
+}
+
+// imageHelp says how to give the pods an image with mst version at the
+// path mst, or another path.
+func imageHelp(mst, version string) string {
+	v := "mst"
+	if version != "" {
+		v = "mst " + version
+	}
+	return fmt.Sprintf("Build the worker image of this version with `mst runner setup docker`, push it where the cluster's nodes pull from, "+
+		"and name it with --runner-option image=REF; or put %s in your own image (a static build runs in any image: "+
+		"CGO_ENABLED=0 GOOS=linux go build -o mst ./cmd/mst) and name its path with --runner-option mst=PATH when it is not %s", v, mst)
 }
 
 // pod is one shard's machine: a running pod.
