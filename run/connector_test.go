@@ -82,16 +82,7 @@ type taps struct {
 // chanTapped is def whose shards copy both directions of their channel into
 // tp.
 func chanTapped(def *runner.Definition, tp *taps) *runner.Definition {
-	d := *def
-	inner := d.New
-	d.New = func(ctx context.Context, p runner.Params) (runner.Runner, error) {
-		r, err := inner(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		return chanTapRunner{r, tp}, nil
-	}
-	return &d
+	return wrapRunner(def, func(r runner.Runner) runner.Runner { return chanTapRunner{r, tp} })
 }
 
 type chanTapRunner struct {

@@ -67,16 +67,7 @@ func judgeScript() providertest.Script {
 // watched is def whose shards copy what the coordinator writes to each
 // worker into tap, and call seen once with each worker's first line.
 func watched(def *runner.Definition, tap io.Writer, seen func(runner.Shard)) *runner.Definition {
-	d := *def
-	inner := d.New
-	d.New = func(ctx context.Context, p runner.Params) (runner.Runner, error) {
-		r, err := inner(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		return watchRunner{r, tap, seen}, nil
-	}
-	return &d
+	return wrapRunner(def, func(r runner.Runner) runner.Runner { return watchRunner{r, tap, seen} })
 }
 
 type watchRunner struct {

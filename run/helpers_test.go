@@ -199,3 +199,18 @@ var (
 	cmpSortKeys    = cmpopts.SortSlices(keyLess)
 	cmpSortStrings = cmpopts.SortSlices(func(a, b string) bool { return a < b })
 )
+
+// wrapRunner is def whose runners are wrapped by wrap, for tests that
+// watch what a runner's shards do.
+func wrapRunner(def *runner.Definition, wrap func(runner.Runner) runner.Runner) *runner.Definition {
+	d := *def
+	inner := d.New
+	d.New = func(ctx context.Context, p runner.Params) (runner.Runner, error) {
+		r, err := inner(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		return wrap(r), nil
+	}
+	return &d
+}

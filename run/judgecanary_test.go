@@ -149,16 +149,7 @@ limits: {concurrency: 1}
 // tapped is def whose shards copy what the coordinator writes to their
 // worker into tap.
 func tapped(def *runner.Definition, tap io.Writer) *runner.Definition {
-	d := *def
-	inner := d.New
-	d.New = func(ctx context.Context, p runner.Params) (runner.Runner, error) {
-		r, err := inner(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		return tapRunner{r, tap}, nil
-	}
-	return &d
+	return wrapRunner(def, func(r runner.Runner) runner.Runner { return tapRunner{r, tap} })
 }
 
 type tapRunner struct {
