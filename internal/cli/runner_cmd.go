@@ -240,7 +240,7 @@ them only with --all: a run still going would lose its machines.
 With --json, each entry has kind ("machine" or "folder"), runner (for a
 machine), id (the machine, or the folder's path), run, shard (-1 for a
 folder), detail, removed and error.`,
-		Example: `  mst runner cleanup mst-results/quickstart-20261130-101500-a1b2c3
+		Example: `  mst runner cleanup mst-results/quickstart/runs/quickstart-20261130-101500-a1b2c3
   mst runner cleanup quickstart-20261130-101500-a1b2c3 --runner docker
   mst runner cleanup            # list what every run left
   mst runner cleanup --all      # and remove it`,
