@@ -125,11 +125,26 @@ func (t *Tokens) fresh(g Grant, now time.Time) bool {
 // (the zero time: never), refreshing the grant first when its token
 // expires within the margin.
 func (t *Tokens) Token(ctx context.Context, server string) (access string, expires time.Time, err error) {
+	return t.token(ctx, server, "")
+}
+
+// Replace returns a current access token for server other than rejected,
+// a value the server refused before its expiry (revoked on its side, or
+// a clock ahead of this one): the grant is refreshed unless the store
+// already holds another token.
+func (t *Tokens) Replace(ctx context.Context, server, rejected string) (access string, expires time.Time, err error) {
+	return t.token(ctx, server, rejected)
+}
+
+func (t *Tokens) token(ctx context.Context, server, rejected string) (access string, expires time.Time, err error) {
 	g, err := t.get(ctx, server)
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	if t.fresh(g, time.Now()) {
+	usable := func(g Grant) bool {
+		return t.fresh(g, time.Now()) && (rejected == "" || g.Token.AccessToken != rejected)
+	}
+	if usable(g) {
 		return g.Token.AccessToken, g.Token.Expiry, nil
 	}
 	err = t.Store.WithLock(ctx, server, func(ctx context.Context) error {
@@ -138,7 +153,7 @@ func (t *Tokens) Token(ctx context.Context, server string) (access string, expir
 		if err != nil {
 			return err
 		}
-		if t.fresh(g, time.Now()) {
+		if usable(g) {
 			access, expires = g.Token.AccessToken, g.Token.Expiry
 			return nil
 		}
@@ -293,9 +308,23 @@ func (s shardTokens) Tokens(ctx context.Context, req shard.NeedTokens) (map[stri
 	if len(want) == 0 {
 		return nil, nil
 	}
+	// A server whose token a worker saw rejected gets a new one.
+	rejected := map[string]bool{}
+	for _, name := range req.Rejected {
+		if server, ok := s.names[name]; ok && slices.Contains(req.Names, name) {
+			rejected[server] = true
+		}
+	}
 	out := map[string]shard.Token{}
 	for _, server := range slices.Sorted(maps.Keys(want)) {
-		access, expires, err := s.t.Token(ctx, server)
+		var access string
+		var expires time.Time
+		var err error
+		if rejected[server] {
+			access, expires, err = s.t.Replace(ctx, server, s.current(ctx, server))
+		} else {
+			access, expires, err = s.t.Token(ctx, server)
+		}
 		tok := shard.Token{Value: access, Expires: expires}
 		if err != nil {
 			s.t.logger().Warn("no access token for a worker", "server", server, "err", err)
@@ -306,4 +335,15 @@ func (s shardTokens) Tokens(ctx context.Context, req shard.NeedTokens) (map[stri
 		}
 	}
 	return out, nil
+}
+
+// current is the access token the store holds for server now, "" when
+// there is none: what a worker that saw its token rejected was handed
+// last (or a newer one, which Replace then hands out as it is).
+func (s shardTokens) current(ctx context.Context, server string) string {
+	g, err := s.t.Store.Get(ctx, server)
+	if err != nil || g.Token == nil {
+		return ""
+	}
+	return g.Token.AccessToken
 }

@@ -368,3 +368,38 @@ variants:
 		t.Error("the log holds the refresh token")
 	}
 }
+
+// TestConnectorTokenRejectedEarly: the MCP server refuses an access token
+// that has not expired by its stated expiry (its clock is two hours ahead,
+// as after a revocation on its side or a skewed clock). The worker reports
+// the value rejected, the coordinator gets a new token although the old
+// one looked fresh, the request goes again with it, and every trial
+// passes.
+func TestConnectorTokenRejectedEarly(t *testing.T) {
+	t.Parallel()
+	s := oauthtest.Start(t)
+	creds, g := authorized(t, s, "notes-v2")
+	s.Advance(2 * time.Hour) // the grant's one-hour token is dead to the server
+	p, o, shards, _ := canaryRun(t, connectorEval(t, s.MCPURL(), 2, "model: offline"), secrets.New())
+	tp := &taps{}
+	o.Runner = chanTapped(runner.ProcessesDefinition(), tp)
+	o.Chosen = run.RunnerChoice{Options: map[string]string{"dir": shards}, Shards: 1, Keep: runner.KeepNever}
+	o.Credentials = creds
+	out, err := run.Execute(t.Context(), p, o)
+	if err != nil {
+		t.Fatalf("Execute = %v", err)
+	}
+	for _, v := range out.Report.Variants {
+		if v.Graded != 5 || v.Passed != 5 {
+			t.Errorf("variant %s: %d of %d graded trials passed, want 5 of 5 (outcomes %+v)", v.Variant, v.Passed, v.Graded, v.Outcomes)
+		}
+	}
+	c := s.Counts()
+	if c.MCPRefused == 0 || c.Refreshes != 1 {
+		t.Errorf("counts %+v: want the old token refused, then one refresh", c)
+	}
+	got := tp.handedOut(t, p.ConnectorTokens()["notes-v2"])
+	if len(got) != 2 || got[0] != g.Token.AccessToken || got[1] == got[0] {
+		t.Errorf("the worker was handed %d values; want the stored token, then one new one", len(got))
+	}
+}

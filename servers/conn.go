@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -131,7 +132,7 @@ func (c *Conn) transport() (mcp.Transport, error) {
 			if s.Bearer == nil {
 				return nil, fmt.Errorf("%w: it is a connector server, and this worker has no way to get its access token", ErrServer)
 			}
-			rt = bearerTransport{server: s.Name, bearer: s.Bearer, base: rt}
+			rt = bearerTransport{server: s.Name, bearer: s.Bearer, rejected: s.BearerRejected, base: rt}
 		}
 		if rt != http.DefaultTransport {
 			hc.Transport = rt
@@ -526,11 +527,15 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // each request. When there is none it sends nothing and says why; the
 // reason names the server and what to do, and never holds a value.
 type bearerTransport struct {
-	server string
-	bearer func(ctx context.Context) (string, error)
-	base   http.RoundTripper
+	server   string
+	bearer   func(ctx context.Context) (string, error)
+	rejected func(value string)
+	base     http.RoundTripper
 }
 
+// RoundTrip sends r with the current token. When the server refuses it
+// (401), the token is reported rejected and r is sent once more with the
+// next one, if r's body can be sent again.
 func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	tok, err := b.bearer(r.Context())
 	if err != nil {
@@ -539,6 +544,30 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		return nil, &TokenError{Server: b.server, Err: err}
 	}
+	resp, err := b.send(r, tok)
+	if err != nil || resp.StatusCode != http.StatusUnauthorized || b.rejected == nil || (r.Body != nil && r.GetBody == nil) {
+		return resp, err
+	}
+	b.rejected(tok)
+	next, err := b.bearer(r.Context())
+	if err != nil || next == tok {
+		// Nothing better to send: the server's answer stands.
+		return resp, nil
+	}
+	retry := r.Clone(r.Context())
+	if r.GetBody != nil {
+		body, err := r.GetBody()
+		if err != nil {
+			return resp, nil
+		}
+		retry.Body = body
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	return b.send(retry, next)
+}
+
+func (b bearerTransport) send(r *http.Request, tok string) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+tok)
 	return b.base.RoundTrip(r)

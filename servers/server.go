@@ -44,6 +44,10 @@ type Server struct {
 	// of each request, or says why there is none. The worker sets it (see
 	// Resolve); it is never written anywhere.
 	Bearer func(ctx context.Context) (string, error) `json:"-"`
+	// BearerRejected, when set, is told of a value the server refused
+	// (401) so that Bearer gives another; the request is then sent once
+	// more with it.
+	BearerRejected func(value string) `json:"-"`
 
 	// StartupTimeout bounds connecting and listing tools; 0 means 30s.
 	StartupTimeout time.Duration `json:"startupTimeout,omitempty"`

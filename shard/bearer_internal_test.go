@@ -18,7 +18,7 @@ import (
 func TestBearerWaitsForTheAnswer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var asked []string
-		k := newWorkerTokens(secrets.New(), slog.New(slog.DiscardHandler), t.TempDir()+"/tokens", func(names []string) { asked = append(asked, names...) })
+		k := newWorkerTokens(secrets.New(), slog.New(slog.DiscardHandler), t.TempDir()+"/tokens", func(names []string, _ bool) { asked = append(asked, names...) })
 		defer k.close()
 		k.expect([]string{"MST_OAUTH_NOTES", "MST_OAUTH_DRIVE"})
 

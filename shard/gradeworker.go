@@ -73,7 +73,7 @@ func (w *GradeWorker) Run(ctx context.Context, b *Bundle, bundleDir string, in i
 	// coordinator's messages: grants, tokens and cancel.
 	host := &Worker{Logger: w.Logger, Heartbeat: w.Heartbeat, Secrets: w.Secrets}
 	r := &workerRun{w: host, b: b, enc: enc, grants: map[int64]chan struct{}{}, accepted: make(chan struct{})}
-	r.tokens = newWorkerTokens(w.Secrets, w.Logger, "", func(names []string) {
+	r.tokens = newWorkerTokens(w.Secrets, w.Logger, "", func(names []string, _ bool) {
 		enc.Write(&NeedTokens{Names: names})
 	})
 	defer r.tokens.close()

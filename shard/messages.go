@@ -86,12 +86,16 @@ type CallGranted struct {
 // NeedTokens asks the coordinator for fresh access tokens: the tokens of
 // the servers in Servers, and the tokens named in Names (a worker asks for
 // a token it holds by name before that token expires). The coordinator
-// answers with a Tokens message when it can, and with nothing otherwise;
-// the worker never waits for the answer.
+// answers with a Tokens message, with a value or, under Errors, why not
+// for each name it knows.
 type NeedTokens struct {
 	Servers []string `json:"servers,omitempty"`
 	// Names are token names, as in Tokens.Values.
 	Names []string `json:"names,omitempty"`
+	// Rejected are names among Names whose current value the server
+	// refused (HTTP 401) although it had not expired: the coordinator gets
+	// a new one even though the old one looks fresh.
+	Rejected []string `json:"rejected,omitempty"`
 }
 
 // Trial reports that a trial ended and its transcript was written. It gives

@@ -149,8 +149,9 @@ func refreshAfter(life time.Duration) time.Duration {
 type workerTokens struct {
 	set    *secrets.Set
 	logger *slog.Logger
-	// ask sends a need-tokens message for names.
-	ask func(names []string)
+	// ask sends a need-tokens message for names; rejected says the
+	// server refused their current values.
+	ask func(names []string, rejected bool)
 	// fixed is Worker.TokensDir: the folder to make, or "" to choose one.
 	fixed string
 
@@ -186,7 +187,7 @@ func (h *heldToken) stop() {
 	}
 }
 
-func newWorkerTokens(set *secrets.Set, logger *slog.Logger, fixed string, ask func(names []string)) *workerTokens {
+func newWorkerTokens(set *secrets.Set, logger *slog.Logger, fixed string, ask func(names []string, rejected bool)) *workerTokens {
 	return &workerTokens{set: set, logger: logger, ask: ask, fixed: fixed, held: map[string]*heldToken{}, dropped: map[string]bool{},
 		pending: map[string]bool{}, refused: map[string]string{}, changed: make(chan struct{})}
 }
@@ -205,6 +206,26 @@ func (k *workerTokens) expect(names []string) {
 		if k.held[n] == nil {
 			k.pending[n] = true
 		}
+	}
+}
+
+// reject drops name's value when it is still value, which a server
+// refused before its expiry, and asks the coordinator for another; bearer
+// then waits for it. A value already replaced is left alone.
+func (k *workerTokens) reject(name, value string) {
+	k.mu.Lock()
+	h := k.held[name]
+	current := !k.closed && h != nil && h.value == value
+	if current {
+		h.stop()
+		delete(k.held, name)
+		k.pending[name] = true
+		k.broadcastLocked()
+	}
+	k.mu.Unlock()
+	if current {
+		k.logger.Warn("a connector server refused its access token before its expiry; asking for another", "name", name)
+		k.ask([]string{name}, true)
 	}
 }
 
@@ -317,7 +338,7 @@ func (k *workerTokens) refresh(name string, h *heldToken) {
 	k.mu.Unlock()
 	if current {
 		k.logger.Debug("asking for a fresh token", "name", name, "expires", h.expires)
-		k.ask([]string{name})
+		k.ask([]string{name}, false)
 	}
 }
 

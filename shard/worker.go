@@ -90,8 +90,12 @@ func (w *Worker) Run(ctx context.Context, b *Bundle, in io.Reader, out io.Writer
 		w.Secrets = secrets.New()
 	}
 	r := &workerRun{w: w, b: b, enc: enc, results: w.Results, grants: map[int64]chan struct{}{}, accepted: make(chan struct{})}
-	r.tokens = newWorkerTokens(w.Secrets, w.Logger, w.TokensDir, func(names []string) {
-		if err := enc.Write(&NeedTokens{Names: names}); err != nil {
+	r.tokens = newWorkerTokens(w.Secrets, w.Logger, w.TokensDir, func(names []string, rejected bool) {
+		m := &NeedTokens{Names: names}
+		if rejected {
+			m.Rejected = names
+		}
+		if err := enc.Write(m); err != nil {
 			w.Logger.Warn("asking for fresh tokens failed", "names", names, "err", err)
 		}
 	})
@@ -792,6 +796,7 @@ func (r *workerRun) resolveServers(list []servers.Server, values map[string]stri
 		if s.OAuth != nil {
 			name := s.OAuth.Token
 			res.Bearer = func(ctx context.Context) (string, error) { return r.tokens.bearer(ctx, name) }
+			res.BearerRejected = func(value string) { r.tokens.reject(name, value) }
 		}
 		out[i] = res
 	}
