@@ -434,8 +434,9 @@ func (p *Plan) hostPaths(b *shard.Bundle) runner.HostPaths {
 }
 
 // HostPaths lists the absolute paths on this machine that the servers of
-// bundle b use (their commands and working folders), with the eval
-// config's folder, for runners whose machines can mount them (docker).
+// bundle b use (their commands, working folders and the absolute paths in
+// their arguments), with the eval config's folder, for runners whose
+// machines can mount them (docker).
 func HostPaths(b *shard.Bundle, configDir string) runner.HostPaths {
 	hp := runner.HostPaths{ConfigDir: configDir}
 	for _, set := range b.Settings {
@@ -445,6 +446,14 @@ func HostPaths(b *shard.Bundle, configDir string) runner.HostPaths {
 			}
 			if filepath.IsAbs(s.Dir) && !slices.Contains(hp.Dirs, s.Dir) {
 				hp.Dirs = append(hp.Dirs, s.Dir)
+			}
+			for _, a := range s.Args {
+				if _, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "-") {
+					a = v
+				}
+				if filepath.IsAbs(a) && !slices.Contains(hp.Args, a) {
+					hp.Args = append(hp.Args, a)
+				}
 			}
 		}
 	}

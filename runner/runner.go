@@ -185,6 +185,10 @@ type HostPaths struct {
 	Commands []string
 	// Dirs are the servers' working folders given by absolute path.
 	Dirs []string
+	// Args are the absolute paths in the servers' arguments: an argument
+	// that is one (/data/db.sqlite), or the value of one that sets one
+	// (--root=/data). They are often files or folders a server reads.
+	Args []string
 	// ConfigDir is the folder of the eval config file, or "".
 	ConfigDir string
 }

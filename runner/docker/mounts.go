@@ -24,7 +24,10 @@ var systemDirs = []string{"/bin", "/sbin", "/usr", "/lib", "/lib32", "/lib64", "
 //     holds it; when that folder is the root or /tmp, or holds mst or the
 //     work folder, only the command itself;
 //   - for each server working folder, the eval config's folder when the
-//     working folder is inside it, else the working folder itself.
+//     working folder is inside it, else the working folder itself;
+//   - each absolute path in the servers' arguments that exists here (a
+//     database file, a folder a filesystem server serves), read-only like
+//     the rest: a server that writes there needs its own image or volume.
 //
 // The coordinator lists the commands and folders in the shard's HostPaths.
 //
@@ -64,6 +67,14 @@ func bindMounts(hp runner.HostPaths, set settings) []string {
 			} else {
 				add(dir)
 			}
+		}
+	}
+	// A path in a server's arguments is mounted itself (a file alone, a
+	// folder whole), unless mounting it would hide mst, the work folder or
+	// the container's /tmp.
+	for _, a := range hp.Args {
+		if a != "" && filepath.IsAbs(a) && !covers(filepath.Clean(a)) {
+			add(filepath.Clean(a))
 		}
 	}
 	for _, d := range hp.Dirs {

@@ -138,6 +138,26 @@ func TestBindMounts(t *testing.T) {
 	}
 }
 
+func TestBindMountsArgs(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS == "windows" {
+		t.Skip("no bind mounts from Windows paths")
+	}
+	root := t.TempDir()
+	db := filepath.Join(root, "data", "notes.sqlite")
+	os.MkdirAll(filepath.Dir(db), 0o755)
+	os.WriteFile(db, nil, 0o644)
+	served := filepath.Join(root, "served")
+	os.MkdirAll(served, 0o755)
+	hp := runner.HostPaths{Args: []string{db, served, filepath.Join(root, "missing"), "/usr/share/zoneinfo", DefaultWorkDir + "/x", "/tmp"}}
+	// The file alone and the folder whole; a missing path, a system
+	// folder, the work folder and /tmp are left out.
+	want := []string{db, served}
+	if diff := cmp.Diff(want, bindMounts(hp, settings{mst: DefaultMST, workDir: DefaultWorkDir})); diff != "" {
+		t.Errorf("bindMounts (-want +got):\n%s", diff)
+	}
+}
+
 func TestBindMountsKeepsTheImagesFolders(t *testing.T) {
 	t.Parallel()
 	if runtime.GOOS == "windows" {
