@@ -197,6 +197,16 @@ func (r *dockerRunner) RunShard(ctx context.Context, s runner.Shard) (runner.Sha
 	if r.set.mounts {
 		spec.mounts = bindMounts(s.HostPaths, r.set)
 	}
+	if r.set.image == "" {
+		// MST's own image holds mst and nothing else: a server that needs
+		// a loader, libraries or an interpreter cannot start in it. Say so
+		// now, rather than as "no such file" from inside the container.
+		for _, cmd := range s.HostPaths.Commands {
+			if err := runsInBareImage(cmd); err != nil {
+				return runner.ShardReport{}, err
+			}
+		}
+	}
 	if r.set.cloudFiles {
 		spec.mounts = append(spec.mounts, credentialFiles()...)
 	}

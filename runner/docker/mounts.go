@@ -1,6 +1,9 @@
 package docker
 
 import (
+	"debug/elf"
+	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -114,4 +117,39 @@ func inSystemDir(p string) bool {
 		}
 	}
 	return false
+}
+
+// runsInBareImage says why the server command at path (on this machine)
+// cannot start in MST's default worker image, which holds mst alone: a
+// dynamically linked executable (it needs its loader and libraries) or a
+// script (it needs its interpreter). Anything else, or a path it cannot
+// read, it leaves for the container to try.
+func runsInBareImage(path string) error {
+	if inSystemDir(path) {
+		return nil // the image's to provide; the readiness check says more
+	}
+	howTo := "build it static (for Go, CGO_ENABLED=0 GOOS=linux go build), or run an image that has what it needs, with this MST in it (--runner-option image=REF; see docs/docker.md)"
+	if f, err := elf.Open(path); err == nil {
+		defer f.Close()
+		for _, prog := range f.Progs {
+			if prog.Type != elf.PT_INTERP {
+				continue
+			}
+			interp, _ := io.ReadAll(io.LimitReader(prog.Open(), 4096))
+			return fmt.Errorf("the server command %s is linked dynamically (it needs %s and its libraries), and MST's default worker image holds nothing but mst: %s", path, strings.TrimRight(string(interp), "\x00"), howTo)
+		}
+		return nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	head := make([]byte, 256)
+	n, _ := io.ReadFull(f, head)
+	if line, ok := strings.CutPrefix(string(head[:n]), "#!"); ok {
+		line, _, _ = strings.Cut(line, "\n")
+		return fmt.Errorf("the server command %s is a script for %s, and MST's default worker image holds nothing but mst: %s", path, strings.TrimSpace(line), howTo)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package docker
 import (
 	"archive/tar"
 	"bytes"
+	"debug/elf"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -155,6 +156,48 @@ func TestBindMountsArgs(t *testing.T) {
 	want := []string{db, served}
 	if diff := cmp.Diff(want, bindMounts(hp, settings{mst: DefaultMST, workDir: DefaultWorkDir})); diff != "" {
 		t.Errorf("bindMounts (-want +got):\n%s", diff)
+	}
+}
+
+func TestRunsInBareImage(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	// A dynamically linked program of this machine, copied out of the
+	// system folders (which the check leaves to the image).
+	sys, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Fatalf("reading /bin/true: %v", err)
+	}
+	dynamic := filepath.Join(dir, "dynamic")
+	os.WriteFile(dynamic, sys, 0o755)
+	script := filepath.Join(dir, "server.sh")
+	os.WriteFile(script, []byte("#!/usr/bin/env python3\nprint('hi')\n"), 0o755)
+	other := filepath.Join(dir, "data")
+	os.WriteFile(other, []byte("not a program"), 0o755)
+	static, err := os.Executable() // a Go test binary: static unless cgo is in
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runsInBareImage(dynamic); err == nil || !strings.Contains(err.Error(), "linked dynamically") || !strings.Contains(err.Error(), "ld-") {
+		t.Errorf("a dynamic program: %v, want it named linked dynamically, with its loader", err)
+	}
+	if err := runsInBareImage(script); err == nil || !strings.Contains(err.Error(), "script for /usr/bin/env python3") {
+		t.Errorf("a script: %v, want its interpreter named", err)
+	}
+	for _, p := range []string{other, filepath.Join(dir, "missing"), "/bin/true"} {
+		if err := runsInBareImage(p); err != nil {
+			t.Errorf("%s: %v, want nil", p, err)
+		}
+	}
+	if f, err := elf.Open(static); err == nil {
+		interp := false
+		for _, prog := range f.Progs {
+			interp = interp || prog.Type == elf.PT_INTERP
+		}
+		f.Close()
+		if err := runsInBareImage(static); (err != nil) != interp {
+			t.Errorf("the test binary (dynamic %t): %v", interp, err)
+		}
 	}
 }
 
