@@ -195,11 +195,7 @@ func TestConnectorRun(t *testing.T) {
 			if out.Run.Collect != transcript.CollectComplete {
 				t.Fatalf("run %s: %s", out.Run.Collect, out.Run.Note)
 			}
-			for _, v := range out.Report.Variants {
-				if v.Graded != 5 || v.Passed != 5 {
-					t.Errorf("variant %s: %d of %d graded trials passed, want 5 of 5 (outcomes %+v)", v.Variant, v.Passed, v.Graded, v.Outcomes)
-				}
-			}
+			allPassed(t, out)
 			if n := len(s.Notes()); n != 1 {
 				t.Errorf("the server holds %d notes, want the one the write case wrote", n)
 			}
@@ -281,11 +277,7 @@ func TestConnectorTokenExpiresMidRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Execute = %v", err)
 	}
-	for _, v := range out.Report.Variants {
-		if v.Graded != 5 || v.Passed != 5 {
-			t.Errorf("variant %s: %d of %d graded trials passed, want 5 of 5 (outcomes %+v)", v.Variant, v.Passed, v.Graded, v.Outcomes)
-		}
-	}
+	allPassed(t, out)
 	got := tp.handedOut(t, p.ConnectorTokens()["notes-v2"])
 	if len(got) < 2 {
 		t.Fatalf("the worker was handed %d access tokens, want a fresh one mid-run", len(got))
@@ -389,11 +381,7 @@ func TestConnectorTokenRejectedEarly(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Execute = %v", err)
 	}
-	for _, v := range out.Report.Variants {
-		if v.Graded != 5 || v.Passed != 5 {
-			t.Errorf("variant %s: %d of %d graded trials passed, want 5 of 5 (outcomes %+v)", v.Variant, v.Passed, v.Graded, v.Outcomes)
-		}
-	}
+	allPassed(t, out)
 	c := s.Counts()
 	if c.MCPRefused == 0 || c.Refreshes != 1 {
 		t.Errorf("counts %+v: want the old token refused, then one refresh", c)
@@ -401,5 +389,19 @@ func TestConnectorTokenRejectedEarly(t *testing.T) {
 	got := tp.handedOut(t, p.ConnectorTokens()["notes-v2"])
 	if len(got) != 2 || got[0] != g.Token.AccessToken || got[1] == got[0] {
 		t.Errorf("the worker was handed %d values; want the stored token, then one new one", len(got))
+	}
+}
+
+// allPassed checks that each variant of a connectorEval run graded and
+// passed its five trials.
+func allPassed(t *testing.T, out *run.Outcome) {
+	t.Helper()
+	if len(out.Report.Variants) == 0 {
+		t.Error("the report has no variant")
+	}
+	for _, v := range out.Report.Variants {
+		if v.Graded != 5 || v.Passed != 5 {
+			t.Errorf("variant %s: %d of %d graded trials passed, want 5 of 5 (outcomes %+v)", v.Variant, v.Passed, v.Graded, v.Outcomes)
+		}
 	}
 }

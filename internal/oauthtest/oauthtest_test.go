@@ -152,24 +152,14 @@ func TestClientSecretBasic(t *testing.T) {
 func TestSDKAuthorizationFlow(t *testing.T) {
 	s := oauthtest.Start(t)
 	h, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
-		PreregisteredClient: &oauthex.ClientCredentials{ClientID: s.ClientID(), ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: s.ClientSecret()}},
-		RedirectURL:         "http://127.0.0.1/callback",
-		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
-			loc, err := oauthtest.Approve(ctx, args.URL)
-			if err != nil {
-				return nil, err
-			}
-			return &auth.AuthorizationResult{Code: loc.Query().Get("code"), State: loc.Query().Get("state")}, nil
-		},
+		PreregisteredClient:      &oauthex.ClientCredentials{ClientID: s.ClientID(), ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: s.ClientSecret()}},
+		RedirectURL:              "http://127.0.0.1/callback",
+		AuthorizationCodeFetcher: approveFetcher,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := mcp.NewClient(&mcp.Implementation{Name: "sdk-client", Version: "1"}, nil)
-	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: s.MCPURL(), OAuthHandler: h, MaxRetries: -1, DisableStandaloneSSE: true}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := sdkConnect(t, s, h)
 	defer cs.Close()
 	tools, err := cs.ListTools(t.Context(), nil)
 	if err != nil {
@@ -206,22 +196,12 @@ func TestDynamicRegistration(t *testing.T) {
 		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
 			RedirectURIs: []string{redirect}, GrantTypes: []string{"authorization_code", "refresh_token"}, ClientName: "test",
 		}},
-		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
-			loc, err := oauthtest.Approve(ctx, args.URL)
-			if err != nil {
-				return nil, err
-			}
-			return &auth.AuthorizationResult{Code: loc.Query().Get("code"), State: loc.Query().Get("state")}, nil
-		},
+		AuthorizationCodeFetcher: approveFetcher,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := mcp.NewClient(&mcp.Implementation{Name: "sdk-client", Version: "1"}, nil)
-	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: s.MCPURL(), OAuthHandler: h, MaxRetries: -1, DisableStandaloneSSE: true}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := sdkConnect(t, s, h)
 	cs.Close()
 	regs := s.Registrations()
 	if len(regs) != 1 || regs[0].ClientID == s.ClientID() || !slices.Equal(regs[0].RedirectURIs, []string{redirect}) || regs[0].ClientName != "test" {
@@ -255,4 +235,24 @@ func TestDenyNext(t *testing.T) {
 			t.Errorf("request %d: redirect %s, want error %q", i, loc, want)
 		}
 	}
+}
+
+// approveFetcher plays the user who approves, for the SDK's handler.
+func approveFetcher(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+	loc, err := oauthtest.Approve(ctx, args.URL)
+	if err != nil {
+		return nil, err
+	}
+	return &auth.AuthorizationResult{Code: loc.Query().Get("code"), State: loc.Query().Get("state")}, nil
+}
+
+// sdkConnect connects the SDK's client to s's MCP server through h.
+func sdkConnect(t *testing.T, s *oauthtest.Server, h auth.OAuthHandler) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "sdk-client", Version: "1"}, nil)
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: s.MCPURL(), OAuthHandler: h, MaxRetries: -1, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
 }

@@ -149,12 +149,7 @@ func TestConformance(t *testing.T) {
 func TestMachine(t *testing.T) {
 	t.Parallel()
 	mst, _ := workerImage(t)
-	if built.busybox != "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal(built.busybox)
-		}
-		t.Skip(built.busybox)
-	}
+	needBusybox(t)
 	run := "machinetest-" + docker.RandomHex(4)
 	t.Cleanup(func() { noContainersOf(t, run) })
 	// Each check gets a shard of its own, so the checks' containers, which
@@ -260,12 +255,7 @@ func noContainersOf(t *testing.T, runs ...string) {
 func TestExecStopsTheCommand(t *testing.T) {
 	t.Parallel()
 	mst, _ := workerImage(t)
-	if built.busybox != "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal(built.busybox)
-		}
-		t.Skip(built.busybox)
-	}
+	needBusybox(t)
 	run := "stoptest-" + docker.RandomHex(4)
 	r, err := docker.New(t.Context(), runner.Params{
 		Options: map[string]string{docker.OptionImage: busyboxImage}, MST: []string{mst},
@@ -309,4 +299,17 @@ type firstWrite struct {
 func (w *firstWrite) Write(p []byte) (int, error) {
 	w.once.Do(w.fn)
 	return len(p), nil
+}
+
+// needBusybox stops t when the busybox image could not be built: a failure
+// under CI, a skip that says why elsewhere.
+func needBusybox(t *testing.T) {
+	t.Helper()
+	if built.busybox == "" {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal(built.busybox)
+	}
+	t.Skip(built.busybox)
 }

@@ -97,12 +97,7 @@ func TestOwnImage(t *testing.T) {
 func TestOwnImageNotMST(t *testing.T) {
 	t.Parallel()
 	mst, _ := workerImage(t)
-	if built.busybox != "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal(built.busybox)
-		}
-		t.Skip(built.busybox)
-	}
+	needBusybox(t)
 	_, err := docker.New(t.Context(), runner.Params{
 		Options: map[string]string{docker.OptionImage: busyboxImage, docker.OptionMST: "/bin/echo"}, MST: []string{mst}, MSTVersion: testVersion,
 	})

@@ -141,9 +141,6 @@ func TestBindMounts(t *testing.T) {
 
 func TestBindMountsArgs(t *testing.T) {
 	t.Parallel()
-	if runtime.GOOS == "windows" {
-		t.Skip("no bind mounts from Windows paths")
-	}
 	root := t.TempDir()
 	db := filepath.Join(root, "data", "notes.sqlite")
 	os.MkdirAll(filepath.Dir(db), 0o755)
@@ -154,6 +151,9 @@ func TestBindMountsArgs(t *testing.T) {
 	// The file alone and the folder whole; a missing path, a system
 	// folder, the work folder and /tmp are left out.
 	want := []string{db, served}
+	if runtime.GOOS == "windows" {
+		want = nil // Windows paths cannot be mounted at the same path
+	}
 	if diff := cmp.Diff(want, bindMounts(hp, settings{mst: DefaultMST, workDir: DefaultWorkDir})); diff != "" {
 		t.Errorf("bindMounts (-want +got):\n%s", diff)
 	}
