@@ -27,7 +27,25 @@ import (
 // an Errors, sorted by path. Old names fail with their replacement. Datasets
 // must exist but are not read.
 func Load(path string, cat Catalog) (*Config, error) {
-	l := &loader{file: path, cat: cat}
+	return LoadWith(path, cat, LoadOptions{})
+}
+
+// LoadOptions change how LoadWith reads a config that is not where it was
+// written: a detached run's coordinator reads the copy the launching
+// machine shipped.
+type LoadOptions struct {
+	// Dir, when set, is the folder the config's relative paths (datasets,
+	// server commands and folders) start from, in place of the folder the
+	// file is in: the launching machine's config folder.
+	Dir string
+	// DatasetsLoaded says the datasets come already loaded (mst run
+	// --loaded-datasets): their files need not exist here.
+	DatasetsLoaded bool
+}
+
+// LoadWith is Load with o.
+func LoadWith(path string, cat Catalog, o LoadOptions) (*Config, error) {
+	l := &loader{file: path, cat: cat, opts: o}
 	cfg := l.load()
 	if len(l.errs) > 0 {
 		return nil, sortErrors(l.errs)
@@ -39,6 +57,7 @@ func Load(path string, cat Catalog) (*Config, error) {
 type loader struct {
 	file string
 	cat  Catalog
+	opts LoadOptions
 	doc  *document
 	dir  string
 	errs Errors
@@ -82,6 +101,9 @@ func (l *loader) load() *Config {
 		return nil
 	}
 	l.dir = filepath.Dir(abs)
+	if l.opts.Dir != "" {
+		l.dir = filepath.Clean(l.opts.Dir)
+	}
 	return l.loadData(data)
 }
 
@@ -261,6 +283,9 @@ func (l *loader) checkDatasets(root map[string]any) {
 			continue
 		}
 		seen[abs] = i
+		if l.opts.DatasetsLoaded {
+			continue
+		}
 		st, err := os.Stat(abs)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):

@@ -77,6 +77,14 @@ type Request struct {
 	// NoGrade collects without grading (mst run --no-grade): judges need
 	// no key then. A resumed run keeps how it was started.
 	NoGrade bool
+	// Datasets, when not nil, are the config's datasets as another machine
+	// loaded them (mst run --loaded-datasets, on a detached run's
+	// coordinator): the dataset files are not read.
+	Datasets []dataset.Loaded
+	// ConfigDir, when set, is the folder the config's relative paths start
+	// from, and ConfigOrigin the config file's path to record in run.json,
+	// both as on the launching machine (eval.LoadOptions.Dir).
+	ConfigDir, ConfigOrigin string
 }
 
 // Plan is one run decided: which trials, and every setting each runs
@@ -94,6 +102,9 @@ type Plan struct {
 	Selection transcript.Selection
 	// Results is the folder that holds runs.
 	Results string
+	// ConfigOrigin is the config's path as recorded in run.json when it
+	// is not Config.File (Request.ConfigOrigin).
+	ConfigOrigin string
 	// Settings are the fixed settings trials run with: one per variant
 	// (in Variants order), then one per case that overrides the model or
 	// options of a variant.
@@ -184,7 +195,8 @@ func NewPlan(ctx context.Context, req Request) (*Plan, error) {
 	} else if req.RetryErrored {
 		return nil, invalid(errors.New("--retry-errored goes with --resume RUN"))
 	}
-	cfg, err := eval.Load(path, Catalog{Clients: req.Clients, Providers: req.Providers})
+	cfg, err := eval.LoadWith(path, Catalog{Clients: req.Clients, Providers: req.Providers},
+		eval.LoadOptions{Dir: req.ConfigDir, DatasetsLoaded: req.Datasets != nil})
 	if err != nil {
 		return nil, invalid(err)
 	}
@@ -192,11 +204,16 @@ func NewPlan(ctx context.Context, req Request) (*Plan, error) {
 	for _, d := range cfg.Datasets {
 		paths = append(paths, d.Path)
 	}
-	cases, err := dataset.LoadAll(paths)
+	var cases []dataset.Case
+	if req.Datasets != nil {
+		cases, err = loadedCases(paths, req.Datasets)
+	} else {
+		cases, err = dataset.LoadAll(paths)
+	}
 	if err != nil {
 		return nil, invalid(err)
 	}
-	p := &Plan{Config: cfg, Selection: req.Selection}
+	p := &Plan{Config: cfg, Selection: req.Selection, ConfigOrigin: req.ConfigOrigin}
 	if req.Resume != nil {
 		if stored.ConfigHash != cfg.Hash {
 			return nil, invalid(fmt.Errorf("%w: run %s was made from a config with hash %.12s…, %s now has %.12s…; resume it with the config it ran with", ErrConfigChanged, stored.ID, stored.ConfigHash, cfg.File, cfg.Hash))
@@ -713,4 +730,27 @@ func serverOf(n string, sc eval.ServerConfig, v eval.Variant) servers.Server {
 		s.Faults = append(s.Faults, servers.Fault{Kind: f.Kind, Rate: rate, Tools: f.Tools, AfterCalls: f.AfterCalls, Delay: time.Duration(f.Delay), Message: f.Message})
 	}
 	return s
+}
+
+// loadedCases are the cases of the datasets at paths (the config's, in
+// its order), taken from datasets loaded elsewhere: each path must have
+// been loaded, and nothing else.
+func loadedCases(paths []string, loaded []dataset.Loaded) ([]dataset.Case, error) {
+	by := map[string][]dataset.Case{}
+	for _, d := range loaded {
+		by[d.Origin] = d.Cases
+	}
+	var cases []dataset.Case
+	for _, p := range paths {
+		cs, ok := by[p]
+		if !ok {
+			return nil, fmt.Errorf("the loaded datasets hold no dataset %s, which the config lists: launch the run again from the machine that has the config", p)
+		}
+		cases = append(cases, cs...)
+		delete(by, p)
+	}
+	for origin := range by {
+		return nil, fmt.Errorf("the loaded datasets hold %s, which the config does not list: launch the run again from the machine that has the config", origin)
+	}
+	return cases, nil
 }

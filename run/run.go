@@ -156,6 +156,9 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 		if abs, err := filepath.Abs(p.Config.File); err == nil && p.Config.File != "" {
 			rec.ConfigPath = abs
 		}
+		if p.ConfigOrigin != "" {
+			rec.ConfigFile, rec.ConfigPath = p.ConfigOrigin, p.ConfigOrigin
+		}
 	}
 	defer release()
 	rec.Owner = &owner

@@ -47,25 +47,46 @@ func RandomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// IdleCommand is `mst runner idle`, the main process of a worker container:
-// it does nothing until SIGTERM or SIGINT arrives, then exits 0. Workers
-// are started beside it.
+// IdleCommand is `mst runner idle [--deadline D]`, the main process of a
+// worker or coordinator container: it does nothing until SIGTERM or SIGINT
+// arrives, or D has passed when --deadline is given, then exits 0. Workers
+// are started beside it; a container started with --rm goes away when it
+// exits, so a deadline bounds how long the container can live.
 func IdleCommand() MachineCommand {
 	return MachineCommand{
 		Name:  "idle",
-		Short: "Wait for SIGTERM (the main process of a worker container)",
+		Usage: "[--deadline D]",
+		Short: "Wait for SIGTERM, or until a deadline (the main process of a worker container)",
 		Run: func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-			if len(args) > 0 {
-				return fmt.Errorf("idle takes no arguments, got %q", args)
+			fs := flag.NewFlagSet("idle", flag.ContinueOnError)
+			fs.SetOutput(stderr)
+			deadline := fs.Duration("deadline", 0, "exit after this long (0: wait for a signal only)")
+			pos, err := parseInterspersed(fs, args)
+			if err != nil {
+				return err
+			}
+			if len(pos) > 0 {
+				return fmt.Errorf("idle takes no arguments besides --deadline D, got %q", pos)
+			}
+			if *deadline < 0 {
+				return fmt.Errorf("idle: --deadline %s is negative: give a duration such as 24h", *deadline)
 			}
 			// A goroutine blocked on a channel alone would be a deadlock
 			// to the Go runtime; signal.Notify keeps a watcher running.
 			sig := make(chan os.Signal, 1)
 			signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
 			defer signal.Stop(sig)
+			var expired <-chan time.Time
+			if *deadline > 0 {
+				t := time.NewTimer(*deadline)
+				defer t.Stop()
+				expired = t.C
+			}
 			select {
 			case <-sig:
 			case <-ctx.Done():
+			case <-expired:
+				fmt.Fprintf(stderr, "idle: the deadline of %s has passed\n", *deadline)
 			}
 			return nil
 		},

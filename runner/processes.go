@@ -67,6 +67,7 @@ func ProcessesDefinition() *Definition {
 			return RemoveFolder(ctx, l)
 		},
 		ThisMachine: true,
+		Coordinator: processesCoordinator,
 		New: func(ctx context.Context, p Params) (Runner, error) {
 			if len(p.MST) == 0 {
 				return nil, errors.New("processes runner: no mst command to start workers with")
@@ -283,3 +284,42 @@ func copyFile(src, dst string, perm fs.FileMode) error {
 	}
 	return nil
 }
+
+// processesCoordinator makes a detached run's coordinator "machine": a
+// folder of this machine (in dir, or the temporary folder), marked with
+// the detached run's id for mst runner cleanup. The coordinator is a
+// process of this machine, in a session of its own; it runs as the user
+// who typed the command, with the environment a worker gets (no keys).
+// Finish removes the folder. Nothing outlives the coordinator's own
+// deadline here but the folder, which cleanup finds.
+func processesCoordinator(ctx context.Context, p CoordinatorParams) (CoordinatorMachine, error) {
+	if len(p.MST) == 0 {
+		return nil, errors.New("processes runner: no mst command to start the coordinator with")
+	}
+	var dir string
+	var err error
+	if root := p.Options["dir"]; root != "" {
+		if err := os.MkdirAll(root, 0o700); err != nil {
+			return nil, err
+		}
+		dir, err = os.MkdirTemp(root, "coordinator-")
+		if err == nil {
+			err = MarkFolder(dir, p.ID)
+		}
+	} else {
+		dir, err = TempFolder("mst-coordinator-", p.ID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("processes runner: making the coordinator's folder: %w", err)
+	}
+	return &coordinatorFolder{folder: folder{dir: dir, mst: p.MST, grace: DefaultStopGrace}}, nil
+}
+
+type coordinatorFolder struct{ folder }
+
+func (c *coordinatorFolder) Env() []string    { return nil }
+func (c *coordinatorFolder) Finish() []string { return []string{"rm", "-rf", c.dir} }
+func (c *coordinatorFolder) Identity() string {
+	return "a process of this machine, as the user who ran mst"
+}
+func (c *coordinatorFolder) Dispose(ctx context.Context) error { return os.RemoveAll(c.dir) }

@@ -70,6 +70,10 @@ type Definition struct {
 	// mst offers every runner's as hidden subcommands of `mst runner`; two
 	// runners that need the same command declare the same one.
 	MachineCommands []MachineCommand
+	// Coordinator creates the machine a detached run's coordinator runs
+	// on (mst run --detach, coordinator.go); nil when the runner cannot,
+	// and --detach is then refused before any machine is made.
+	Coordinator CreateCoordinator
 }
 
 // SetupParams is what `mst runner setup` passes a runner.

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -78,6 +79,17 @@ type Stdio struct {
 	Out, Err io.Writer
 	// Env is the environment, as KEY=value strings.
 	Env []string
+	// Now is the clock of commands that tell the age of records (mst
+	// runs); nil means time.Now. Tests set it.
+	Now func() time.Time
+}
+
+// now is stdio's clock.
+func (s Stdio) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
 }
 
 // OSStdio returns the real process stdio.
@@ -200,6 +212,8 @@ Start with the quickstart, which runs offline with no keys:
 		newClientsCmd(stdio),
 		newRunnerCmd(stdio),
 		newAuthCmd(stdio),
+		newCoordinateCmd(stdio),
+		newRunsCmd(stdio),
 	)
 	usageErrors(root)
 	return root

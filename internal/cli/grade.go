@@ -14,6 +14,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/spf13/cobra"
 
+	"github.com/mst-eval/mst/detach"
 	"github.com/mst-eval/mst/eval"
 	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/internal/builtin"
@@ -32,6 +33,8 @@ type gradeFlags struct {
 	// on that runner's machines.
 	runner        string
 	runnerOptions []string
+	// detach is --detach and the coordinator's hidden flags (detach.go).
+	detach detachFlags
 }
 
 func newGradeCmd(stdio Stdio) *cobra.Command {
@@ -78,6 +81,7 @@ is lost loses only the grades in flight: --resume N finishes the set.
 	fl.StringArrayVar(&f.runnerOptions, "runner-option", nil, "with --runner: runner setting as key=value (repeat): shards=N, keep=never|failed|always, and the runner's own")
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log details on stderr")
+	f.detach.add(fl, "grading")
 	return cmd
 }
 
@@ -87,6 +91,9 @@ func gradeRun(ctx context.Context, stdio Stdio, ref string, f gradeFlags) (err e
 		return err
 	}
 	defer done(&err)
+	if f.detach.detach && f.runner == "" {
+		return withCode(ExitUsage, errors.New("--detach: a detached mst grade grades on a runner's machines, and its coordinator machine comes from that runner: give --runner NAME (processes, docker, ssh, …)"))
+	}
 	st, err := openRun(ctx, ref, f.results, redact)
 	if err != nil {
 		return withCode(ExitUsage, err)
@@ -105,7 +112,8 @@ func gradeRun(ctx context.Context, stdio Stdio, ref string, f gradeFlags) (err e
 	providers := builtin.Providers()
 	var cfg *eval.Config
 	if path != "" {
-		cfg, err = eval.Load(path, run.Catalog{Clients: builtin.Clients(), Providers: providers})
+		cfg, err = eval.LoadWith(path, run.Catalog{Clients: builtin.Clients(), Providers: providers},
+			eval.LoadOptions{Dir: f.detach.configDir, DatasetsLoaded: f.detach.loadedDatasets != ""})
 	}
 	if cfg == nil && f.graders == "" {
 		if err == nil {
@@ -141,9 +149,18 @@ func gradeRun(ctx context.Context, stdio Stdio, ref string, f gradeFlags) (err e
 			}
 		}
 	}
-	keyNames, err := judgeKeys(ctx, st, keySpecs, providers, set, envMap(stdio.Env), f.secretsFile)
+	env := envMap(stdio.Env)
+	if f.detach.detach {
+		// A detached grading gets its judges' keys from the secrets file
+		// alone: nothing of this machine's environment goes with it.
+		env = nil
+	}
+	keyNames, err := judgeKeys(ctx, st, keySpecs, providers, set, env, f.secretsFile)
 	if err != nil {
 		return withCode(ExitUsage, err)
+	}
+	if f.detach.detach {
+		return detachGrade(ctx, stdout, stderr, f, st, rec.ID, cfg, path, specs, newLogger(stderr, f.verbose))
 	}
 	if f.runner == "" && len(f.runnerOptions) > 0 {
 		return withCode(ExitUsage, errors.New("--runner-option sets up the runner that --runner names: give --runner too, or leave the options out to grade here"))
@@ -173,10 +190,18 @@ func gradeRun(ctx context.Context, stdio Stdio, ref string, f gradeFlags) (err e
 	}
 	judges := &grade.Judges{Providers: providers, Key: set.Get, Acquire: run.JudgeLimits(limiter)}
 	progress := run.NewProgress(stderr, isTerminal(stdio.Err))
+	var fp *fileProgress
+	if f.detach.progressFile != "" {
+		fp = newFileProgress(progress, f.detach.progressFile, true)
+		progress = fp
+	}
 	out, err := run.Regrade(ctx, st, run.RegradeOptions{
 		Graders: specs, GradersFile: gradersFile, Judges: judges, Resume: f.resume,
 		Progress: progress, On: gradeOn,
 	})
+	if fp != nil && out != nil && out.Set.ID != "" {
+		fp.set(func(p *detach.Progress) { p.GradeSet = out.Set.ID })
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return withCode(ExitInterrupted, err)

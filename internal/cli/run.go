@@ -53,6 +53,8 @@ type runFlags struct {
 	// store is --store and --store-option: where connector servers'
 	// grants are (auth.go).
 	store storeFlags
+	// detach is --detach and the coordinator's hidden flags (detach.go).
+	detach detachFlags
 }
 
 func newRunCmd(stdio Stdio) *cobra.Command {
@@ -126,6 +128,7 @@ the grant never leaves this process (docs/connectors.md).
 	fl.StringVar(&f.maxErrored, "max-errored", defaultMaxErrored, "exit 4 when a variant has more errored or skipped trials than this: a share (10%, 0.1) or a count (3); 100% never fails for errors")
 	f.gates.addPassRateFlag(fl)
 	f.gates.addBaselineFlag(fl)
+	f.detach.add(fl, "run")
 	fl.DurationVar(&f.deadline, "deadline", 0, "end the run after this long (90m, 2h), as Ctrl-C would: trials in flight end cancelled, finished ones are kept; 0 means no deadline")
 	return cmd
 }
@@ -195,6 +198,17 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 		return withCode(ExitUsage, fmt.Errorf("--runner: %w", err))
 	}
 	req := planRequest(path, rdef, set, stdio.Env)
+	if f.detach.detach {
+		if err := refuseDetach(rdef, "--runner"); err != nil {
+			return err
+		}
+		// What a detached run needs must be in the secrets file: nothing
+		// of this machine's environment goes to the coordinator machine.
+		req.Env = nil
+	}
+	if err := f.detach.applyTo(&req); err != nil {
+		return err
+	}
 	req.Selection = transcript.Selection{Variants: f.variants, Cases: f.cases, Trials: f.trials, Limit: f.limit}
 	req.Results, req.RetryErrored = f.results, f.retryErrored
 	req.SecretsFile = f.secretsFile
@@ -219,6 +233,9 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 		fmt.Fprintf(stderr, "resuming %s as it was started: %s\n", stored.ID, describeRunner(runnerName, pairs))
 	}
 	logger := newLogger(stderr, f.verbose)
+	if f.detach.detach {
+		return detachRun(ctx, stdout, stderr, f, plan, rdef, chosen, pairs, resumed, logger)
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -250,10 +267,14 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 			return err
 		}
 	}
+	var progress run.Progress = run.NewProgressWidth(stderr, isTerminal(stdio.Err), func() int { return termWidth(stdio, stdio.Err) })
+	if f.detach.progressFile != "" {
+		progress = newFileProgress(progress, f.detach.progressFile, false)
+	}
 	out, err := run.Execute(deadlineCtx, plan, run.Options{
 		Store: results, Clients: req.Clients,
 		Runner: rdef, Chosen: chosen, Secrets: set, Redact: redact,
-		Progress: run.NewProgressWidth(stderr, isTerminal(stdio.Err), func() int { return termWidth(stdio, stdio.Err) }), Logger: logger,
+		Progress: progress, Logger: logger,
 		MSTVersion: Version, MST: []string{exe}, GradeOn: gradeOn, Credentials: creds,
 	})
 	// hint is the command that finishes the run (resumehint.go).

@@ -60,6 +60,20 @@ func parseStoreURL(loc string) (*url.URL, error) {
 	return u, nil
 }
 
+// LeaseEnv is a test hook: how long a run's lock in a bucket holds
+// without renewal (a duration; default a minute), so that tests of a
+// writer killed mid-run need not wait a minute for its lock to go.
+const LeaseEnv = "MST_STORE_LEASE"
+
+// blobOptions are the options of the bucket stores MST opens, for eval.
+func blobOptions(eval string) blobstore.Options {
+	o := blobstore.Options{Eval: eval}
+	if d, err := time.ParseDuration(os.Getenv(LeaseEnv)); err == nil && d > 0 {
+		o.Lease = d
+	}
+	return o
+}
+
 // resultsStore opens the store at loc (--results, or the config's results)
 // for new runs of eval.
 func resultsStore(ctx context.Context, loc, eval string) (store.Store, error) {
@@ -74,7 +88,7 @@ func resultsStore(ctx context.Context, loc, eval string) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return blobstore.Open(ctx, u, blobstore.Options{Eval: eval})
+	return blobstore.Open(ctx, u, blobOptions(eval))
 }
 
 // bucketRef is what the path of a bucket URL names: a run
@@ -110,7 +124,7 @@ func parseBucketRef(ref string) (bucketRef, error) {
 func bucketRoot(ctx context.Context, r bucketRef) (*blobstore.Store, error) {
 	root := *r.u
 	root.Path = ""
-	return blobstore.Open(ctx, &root, blobstore.Options{})
+	return blobstore.Open(ctx, &root, blobOptions(""))
 }
 
 // openURLRun opens the run a URL names, or says what the URL names
@@ -163,7 +177,7 @@ func openStoredRun(ctx context.Context, ref, results string, redact *secrets.Red
 	if err != nil {
 		return nil, true, err
 	}
-	s, err := blobstore.Open(ctx, u, blobstore.Options{})
+	s, err := blobstore.Open(ctx, u, blobOptions(""))
 	if err != nil {
 		return nil, true, err
 	}

@@ -32,8 +32,18 @@
 //  5. docker rm -f removes the container, unless keep says to keep it.
 //
 // Close has nothing to release. Leftovers lists the containers carrying an
-// mst.run label (kept, or orphaned by a coordinator that died), and Remove
+// mst.run label (kept, or orphaned by a coordinator that died) and the
+// detached runs' coordinator containers (mst.coordinator), and Remove
 // deletes one: `mst runner cleanup RUN`.
+//
+// # Detached runs
+//
+// CreateCoordinator makes a detached run's coordinator machine: a
+// container mst-coordinator-<id> of the worker image, started with --rm
+// and `mst runner idle --deadline D`, with the Docker daemon's socket and
+// this machine's docker CLI (and, for a dynamic one, its loader and
+// libraries) mounted, so the coordinator inside runs `mst run --runner
+// docker` and starts the workers beside it on the same host.
 //
 // # MCP servers
 //

@@ -72,6 +72,9 @@ func Definition() *runner.Definition {
 		// A container's main process idles; a cancelled command is stopped
 		// inside it.
 		MachineCommands: []runner.MachineCommand{runner.IdleCommand(), runner.StopExecCommand()},
+		// A detached run's coordinator runs in a container of its own on
+		// the same Docker host (coordinator.go).
+		Coordinator: CreateCoordinator,
 	}
 }
 

@@ -131,6 +131,16 @@ func (s *Store) evalPrefix(eval string) string {
 	return s.prefix + store.SafeName(eval) + "/" + runsDir + "/"
 }
 
+// EvalKey is the key of name among the objects of eval that are not its
+// runs: PREFIX/EVAL/name (a detached run's records are under
+// PREFIX/EVAL/detached/).
+func (s *Store) EvalKey(eval, name string) string {
+	return s.prefix + store.SafeName(eval) + "/" + name
+}
+
+// URLOf is the URL of the object key, for people.
+func (s *Store) URLOf(key string) string { return s.urlOf(key) }
+
 func checkID(id string) error {
 	if id == "" || id == "." || id == ".." || strings.ContainsAny(id, `/\`) {
 		return fmt.Errorf("%q is not a run id", id)

@@ -1,0 +1,455 @@
+//go:build linux
+
+package cli_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"gocloud.dev/blob"
+
+	"github.com/mst-eval/mst/internal/cli"
+	"github.com/mst-eval/mst/internal/proctree"
+	"github.com/mst-eval/mst/internal/testserver"
+	"github.com/mst-eval/mst/store/blobstore/blobtest"
+)
+
+// detachCanary is the secret a detached run's server reads: it must reach
+// the workers through the secrets file, and never be stored, logged or
+// put in an argv.
+const detachCanary = "canary-detach-secret-5d71e2"
+
+// detached is one detached run's world: a bucket in the GCS emulator, an
+// eval whose server reads a secret, and a secrets file.
+type detached struct {
+	t        *testing.T
+	dir      string
+	eval     string
+	secrets  string
+	results  string
+	bucket   *blob.Bucket
+	marks    string
+	launches []string
+	// shm are the private secrets folders there were before the test.
+	shm map[string]bool
+}
+
+// newShm lists the coordinators' private secrets folders made since the
+// test began.
+func (d *detached) newShm() []string {
+	var out []string
+	all, _ := filepath.Glob("/dev/shm/mst-coordinator-*")
+	for _, p := range all {
+		if !d.shm[p] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// newDetached makes the eval of cases (id → input), on the test server,
+// two variants, one trial each.
+func newDetached(t *testing.T, cases map[string]string, order []string) *detached {
+	t.Helper()
+	g := blobtest.StartGCS(t)
+	name := g.NewBucket(t)
+	blobtest.Setenv(t, g.Env())
+	// A killed coordinator's lock on its run lasts this long, not a minute.
+	t.Setenv(cli.LeaseEnv, "2s")
+	dir := t.TempDir()
+	d := &detached{t: t, dir: dir, results: "gs://" + name + "/team", bucket: g.OpenBucket(t, name), marks: filepath.Join(dir, "marks")}
+	os.Mkdir(d.marks, 0o755)
+	d.shm = map[string]bool{}
+	before, _ := filepath.Glob("/dev/shm/mst-coordinator-*")
+	for _, p := range before {
+		d.shm[p] = true
+	}
+	server := testServerCommand(t, dir)
+	d.eval = filepath.Join(dir, "eval.yaml")
+	os.WriteFile(d.eval, []byte(`name: detached
+datasets: [cases.jsonl]
+servers:
+  test:
+    command: `+server+`
+    args: [--mark, "`+d.marks+`"]
+    env: {SRV_TOKEN: "${secret:SRV_TOKEN}"}
+variants:
+  v: {model: offline}
+  w: {model: offline}
+trials: 1
+graders:
+  - toolCalled: echo
+limits: {concurrency: 4}
+`), 0o644)
+	var lines []string
+	for _, id := range order {
+		b, _ := json.Marshal(map[string]string{"id": id, "input": cases[id]})
+		lines = append(lines, string(b))
+	}
+	os.WriteFile(filepath.Join(dir, "cases.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	d.secrets = filepath.Join(dir, "secrets.env")
+	os.WriteFile(d.secrets, []byte("SRV_TOKEN="+detachCanary+"\n"), 0o600)
+	t.Cleanup(d.stopAll)
+	return d
+}
+
+// mst runs the test binary as mst in a process of its own, as a person
+// would type it, and returns its exit code and output.
+func (d *detached) mst(args ...string) mstResult {
+	d.t.Helper()
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Args[0] = "mst"
+	cmd.Dir = d.dir
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			d.t.Fatalf("mst %v: %v", args, err)
+		}
+		code = ee.ExitCode()
+	}
+	return mstResult{code, out.String(), errOut.String()}
+}
+
+// launch runs mst with args and --detach, and returns the detached run's
+// id once the launching process has exited.
+func (d *detached) launch(args ...string) string {
+	d.t.Helper()
+	args = append(args, "--detach", "--secrets-file", d.secrets, "--detach-heartbeat", "200ms", "--detach-log-every", "500ms")
+	r := d.mst(args...)
+	if r.code != 0 {
+		d.t.Fatalf("mst %v exited %d\n%s", args, r.code, r.stderr)
+	}
+	id := strings.TrimSpace(r.stdout)
+	if id == "" || strings.Contains(id, "\n") {
+		d.t.Fatalf("mst %v printed %q, not one id\n%s", args, r.stdout, r.stderr)
+	}
+	d.launches = append(d.launches, id)
+	return id
+}
+
+// status reads a detached run's status with mst runs status --json, at
+// the clock now (zero: the real one).
+func (d *detached) status(id string, now time.Time) map[string]any {
+	d.t.Helper()
+	var stdout, stderr bytes.Buffer
+	stdio := cli.Stdio{Out: &stdout, Err: &stderr, Env: os.Environ()}
+	if !now.IsZero() {
+		stdio.Now = func() time.Time { return now }
+	}
+	if code := cli.Main(d.t.Context(), []string{"runs", "status", id, "-c", d.eval, "--results", d.results, "--json"}, stdio); code != 0 {
+		d.t.Fatalf("mst runs status %s exited %d\n%s", id, code, stderr.String())
+	}
+	var s map[string]any
+	if err := json.Unmarshal(stdout.Bytes(), &s); err != nil {
+		d.t.Fatalf("mst runs status --json: %v\n%s", err, stdout.String())
+	}
+	return s
+}
+
+// waitStatus waits until cond holds of the status, or the run ended
+// without it.
+func (d *detached) waitStatus(id, what string, cond func(map[string]any) bool) map[string]any {
+	d.t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		s := d.status(id, time.Time{})
+		if cond(s) {
+			return s
+		}
+		if st := s["state"]; st == "done" || st == "failed" || st == "cancelled" {
+			d.t.Fatalf("the detached run %s ended (%v) before %s: %v", id, st, what, s)
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("waited 3 minutes for %s; status: %v", what, s)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// watch follows id with mst runs watch to its end, in this process.
+func (d *detached) watch(id string) mstResult {
+	d.t.Helper()
+	return runCLI(d.t, "runs", "watch", id[len(id)-6:], "-c", d.eval, "--results", d.results, "--interval", "100ms")
+}
+
+// waitGone waits for the coordinator's process to end.
+func (d *detached) waitGone(pid int) {
+	d.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for syscall.Kill(pid, 0) == nil && !proctree.Ended(pid) {
+		if time.Now().After(deadline) {
+			d.t.Fatalf("the coordinator (process %d) is still there a minute after its run ended", pid)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stopAll stops the coordinators of every launch that has not ended, and
+// everything they started, so nothing outlives the test.
+func (d *detached) stopAll() {
+	os.WriteFile(filepath.Join(d.marks, testserver.WakeFile), nil, 0o600)
+	for _, id := range d.launches {
+		var stdout bytes.Buffer
+		cli.Main(d.t.Context(), []string{"runs", "status", id, "-c", d.eval, "--results", d.results, "--json"}, cli.Stdio{Out: &stdout, Err: &bytes.Buffer{}, Env: os.Environ()})
+		var s struct {
+			PID     int    `json:"pid"`
+			State   string `json:"state"`
+			Machine string `json:"machine"`
+		}
+		json.Unmarshal(stdout.Bytes(), &s)
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", s.PID))
+		if s.PID > 0 && s.State != "done" && s.State != "failed" && s.State != "cancelled" && bytes.Contains(cmdline, []byte("coordinate")) {
+			killTree(s.PID)
+			// What a dead processes coordinator leaves: its folder.
+			if strings.HasPrefix(s.Machine, filepath.Join(os.TempDir(), "mst-coordinator-")) {
+				os.RemoveAll(s.Machine)
+			}
+		}
+	}
+	// A coordinator killed leaves its private secrets behind, as a machine
+	// that dies would; this machine lives on.
+	for _, p := range d.newShm() {
+		os.RemoveAll(p)
+	}
+}
+
+// killTree kills pid and every process under it at once, as a machine
+// that dies does.
+func killTree(pid int) {
+	pids := append(proctree.Descendants(pid), pid)
+	for _, p := range pids {
+		syscall.Kill(p, syscall.SIGKILL)
+	}
+}
+
+// report reads the run's report with mst report URL --json.
+func (d *detached) report(run string) map[string]any {
+	d.t.Helper()
+	r := runCLI(d.t, "report", keyURL(d.t, d.results, "team/detached/runs/"+run), "--json")
+	if r.code != 0 {
+		d.t.Fatalf("mst report %s exited %d\n%s", run, r.code, r.stderr)
+	}
+	var rep map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		d.t.Fatal(err)
+	}
+	return rep
+}
+
+func counts(rep map[string]any) map[string]any { m, _ := rep["counts"].(map[string]any); return m }
+
+// noCanary checks that no object of the bucket holds the canary, in any
+// form the redactor knows.
+func (d *detached) noCanary() {
+	d.t.Helper()
+	for _, k := range listKeys(d.t, d.bucket, "") {
+		data, err := d.bucket.ReadAll(d.t.Context(), k)
+		if err != nil {
+			d.t.Fatal(err)
+		}
+		if bytes.Contains(data, []byte(detachCanary)) || bytes.Contains(data, []byte("canary-detach")) {
+			d.t.Errorf("the bucket's %s holds the secret", k)
+		}
+	}
+}
+
+var quickCases = map[string]string{
+	"a":      "Please echo 'one' back to me",
+	"über-🦉": "Please echo 'two' back to me",
+	strings.Repeat("長", 60): "Please echo 'three' back to me",
+}
+
+func quickOrder() []string { return []string{"a", "über-🦉", strings.Repeat("長", 60)} }
+
+// TestDetachProcesses launches a run with --detach on the processes
+// runner and a bucket in the GCS emulator: the launching process exits at
+// once, and a fresh one follows the run with mst runs watch to done. The
+// run in the bucket is complete and graded, the records say what ran, the
+// coordinator's folder and private secrets are gone once it ends, and the
+// secret the server reads is nowhere in the bucket.
+func TestDetachProcesses(t *testing.T) {
+	d := newDetached(t, quickCases, quickOrder())
+	shards := t.TempDir()
+	id := d.launch("run", d.eval, "--results", d.results, "--runner", "processes", "--runner-option", "shards=2", "--runner-option", "dir="+shards)
+	w := d.watch(id)
+	if w.code != 0 {
+		t.Fatalf("mst runs watch exited %d\nstdout:\n%s\nstderr:\n%s", w.code, w.stdout, w.stderr)
+	}
+	if !strings.Contains(w.stdout, "state      done") {
+		t.Errorf("mst runs watch printed no done status:\n%s", w.stdout)
+	}
+	s := d.status(id, time.Time{})
+	run, _ := s["run"].(string)
+	if s["state"] != "done" || s["phase"] != "collect" || run == "" || s["collected"] != 6.0 || s["planned"] != 6.0 || s["graded"] != 6.0 {
+		t.Errorf("status = %v; want done after collect, with its run, 6 of 6 collected and graded", s)
+	}
+	rep := d.report(run)
+	if c := counts(rep); c["planned"] != 6.0 || c["answered"] != 6.0 {
+		t.Errorf("the run's counts = %v; want 6 planned and answered", c)
+	}
+	d.waitGone(int(s["pid"].(float64)))
+	if left, _ := filepath.Glob(filepath.Join(shards, "coordinator-*")); len(left) > 0 {
+		t.Errorf("the coordinator's folder is left after its run: %v", left)
+	}
+	if left := d.newShm(); len(left) > 0 {
+		t.Errorf("the coordinator's private secrets folder is left after its run: %v", left)
+	}
+	logs := runCLI(t, "runs", "logs", id, "-c", d.eval, "--results", d.results)
+	if logs.code != 0 || !strings.Contains(logs.stdout, "the detached run is done") || !strings.Contains(logs.stdout, "collect: mst run") {
+		t.Errorf("mst runs logs exited %d and printed:\n%s\n%s", logs.code, logs.stdout, logs.stderr)
+	}
+	list := runCLI(t, "runs", "list", "-c", d.eval, "--results", d.results)
+	if list.code != 0 || !strings.Contains(list.stdout, id) || !strings.Contains(list.stdout, "done") {
+		t.Errorf("mst runs list exited %d:\n%s\n%s", list.code, list.stdout, list.stderr)
+	}
+	d.noCanary()
+}
+
+// TestDetachCancel cancels a detached run while one of its trials is in
+// flight: the coordinator interrupts its mst run as Ctrl-C would, starts
+// nothing else, and the run keeps the trials it collected.
+func TestDetachCancel(t *testing.T) {
+	cases := map[string]string{"a": quickCases["a"], "b": quickCases["über-🦉"], "slow": "sleep for 600 seconds please"}
+	d := newDetached(t, cases, []string{"a", "b", "slow"})
+	id := d.launch("run", d.eval, "--results", d.results, "--runner", "processes", "--variant", "v")
+	d.waitStatus(id, "two trials collected and the slow one in flight", func(s map[string]any) bool {
+		ents, _ := os.ReadDir(d.marks)
+		return s["collected"] == 2.0 && len(ents) > 0
+	})
+	if r := runCLI(t, "runs", "cancel", id, "-c", d.eval, "--results", d.results); r.code != 0 {
+		t.Fatalf("mst runs cancel exited %d\n%s", r.code, r.stderr)
+	}
+	w := d.watch(id)
+	if w.code != int(cli.ExitPartial) || !strings.Contains(w.stderr, "was cancelled") {
+		t.Fatalf("mst runs watch exited %d, want %d (cancelled)\n%s\n%s", w.code, cli.ExitPartial, w.stdout, w.stderr)
+	}
+	s := d.status(id, time.Time{})
+	cmds, _ := s["commands"].([]any)
+	if s["state"] != "cancelled" || len(cmds) != 1 {
+		t.Errorf("status = %v; want cancelled after one command", s)
+	}
+	rep := d.report(s["run"].(string))
+	if c := counts(rep); c["planned"] != 3.0 || c["answered"] != 2.0 || c["cancelled"] != 1.0 {
+		t.Errorf("the cancelled run's counts = %v; want 3 planned, 2 answered kept, 1 cancelled", c)
+	}
+	if r := runCLI(t, "runs", "cancel", id, "-c", d.eval, "--results", d.results); r.code != int(cli.ExitUsage) || !strings.Contains(r.stderr, "already ended") {
+		t.Errorf("a second mst runs cancel exited %d: %s", r.code, r.stderr)
+	}
+	d.noCanary()
+}
+
+// TestDetachLost kills the coordinator machine (every process of it) while
+// a trial is in flight: its status stops, shows lost five minutes later
+// (a fake clock), and mst run --resume RUN --detach finishes the run on a
+// new coordinator.
+func TestDetachLost(t *testing.T) {
+	cases := map[string]string{"a": quickCases["a"], "slow": "sleep for 600 seconds please"}
+	d := newDetached(t, cases, []string{"a", "slow"})
+	id := d.launch("run", d.eval, "--results", d.results, "--runner", "processes", "--variant", "v")
+	s := d.waitStatus(id, "one trial collected and the slow one in flight", func(s map[string]any) bool {
+		ents, _ := os.ReadDir(d.marks)
+		return s["collected"] == 1.0 && len(ents) > 0 && s["run"] != nil
+	})
+	killTree(int(s["pid"].(float64)))
+	run := s["run"].(string)
+	// Let the slow trial finish on the resume.
+	os.WriteFile(filepath.Join(d.marks, testserver.WakeFile), nil, 0o600)
+	updated, err := time.Parse(time.RFC3339Nano, d.status(id, time.Time{})["updated"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.status(id, updated.Add(4*time.Minute))["shown"]; got != "running" {
+		t.Errorf("four minutes after its last heartbeat the run shows %v, want running", got)
+	}
+	if got := d.status(id, updated.Add(5*time.Minute+time.Second))["shown"]; got != "lost" {
+		t.Errorf("five minutes after its last heartbeat the run shows %v, want lost", got)
+	}
+	var stdout, stderr bytes.Buffer
+	later := func() time.Time { return updated.Add(6 * time.Minute) }
+	code := cli.Main(t.Context(), []string{"runs", "watch", id, "-c", d.eval, "--results", d.results, "--interval", "10ms"}, cli.Stdio{Out: &stdout, Err: &stderr, Env: os.Environ(), Now: later})
+	if code != int(cli.ExitPartial) || !strings.Contains(stdout.String(), "mst run --resume "+run+" --detach") {
+		t.Errorf("mst runs watch of a lost run exited %d:\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+
+	// The lock the killed mst run held lapses after its lease; until then
+	// the resume is refused as busy, and says so.
+	var again string
+	deadline := time.Now().Add(time.Minute)
+	for {
+		args := []string{"run", "--resume", run, "--results", d.results, "--detach", "--secrets-file", d.secrets, "--detach-heartbeat", "200ms"}
+		r := d.mst(args...)
+		if r.code == 0 {
+			again = strings.TrimSpace(r.stdout)
+			d.launches = append(d.launches, again)
+			break
+		}
+		if !strings.Contains(r.stderr, "in use by") || time.Now().After(deadline) {
+			t.Fatalf("mst %v exited %d\n%s", args, r.code, r.stderr)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if w := d.watch(again); w.code != 0 {
+		t.Fatalf("mst runs watch of the resume exited %d\n%s\n%s", w.code, w.stdout, w.stderr)
+	}
+	s2 := d.status(again, time.Time{})
+	if s2["run"] != run || s2["phase"] != "resume" {
+		t.Errorf("the resume's status = %v; want run %s, phase resume", s2, run)
+	}
+	if c := counts(d.report(run)); c["planned"] != 2.0 || c["answered"] != 2.0 {
+		t.Errorf("the resumed run's counts = %v; want 2 planned and answered", c)
+	}
+	d.noCanary()
+}
+
+// TestDetachRefusals: what a detached run cannot have is refused before
+// any machine is made, each saying what to give instead.
+func TestDetachRefusals(t *testing.T) {
+	d := newDetached(t, quickCases, quickOrder())
+	local := filepath.Join(d.dir, "local-results")
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"local runner", []string{"run", d.eval, "--results", d.results}, "the runner local cannot make a coordinator machine"},
+		{"folder store", []string{"run", d.eval, "--results", local, "--runner", "processes"}, "the results go to the folder"},
+		{"file URL store", []string{"run", d.eval, "--results", "file://" + local, "--runner", "processes"}, "the results go to the folder"},
+		{"grade without runner", []string{"grade", "some-run", "--results", d.results}, "give --runner NAME"},
+		{"secret only in the environment", []string{"run", d.eval, "--results", d.results, "--runner", "processes", "--no-secrets"}, "SRV_TOKEN"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := append(c.args, "--detach")
+			if c.args[len(c.args)-1] == "--no-secrets" {
+				args = append(c.args[:len(c.args)-1], "--detach")
+				t.Setenv("SRV_TOKEN", detachCanary)
+			} else {
+				args = append(args, "--secrets-file", d.secrets)
+			}
+			r := d.mst(args...)
+			if r.code != int(cli.ExitUsage) || !strings.Contains(r.stderr, c.want) {
+				t.Errorf("mst %v exited %d, want %d saying %q:\n%s", args, r.code, cli.ExitUsage, c.want, r.stderr)
+			}
+			if strings.Contains(r.stderr, detachCanary) {
+				t.Errorf("the refusal prints the secret")
+			}
+		})
+	}
+	if keys := listKeys(t, d.bucket, "team/detached/detached/"); len(keys) > 0 {
+		t.Errorf("a refused launch left records: %v", keys)
+	}
+	if _, err := os.Stat(local); err == nil {
+		t.Errorf("a refused launch made the results folder %s", local)
+	}
+}
