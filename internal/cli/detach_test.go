@@ -266,8 +266,8 @@ func (d *detached) noCanary() {
 }
 
 var quickCases = map[string]string{
-	"a":      "Please echo 'one' back to me",
-	"über-🦉": "Please echo 'two' back to me",
+	"a":                     "Please echo 'one' back to me",
+	"über-🦉":                "Please echo 'two' back to me",
 	strings.Repeat("長", 60): "Please echo 'three' back to me",
 }
 
@@ -328,6 +328,31 @@ func TestDetachCancel(t *testing.T) {
 		ents, _ := os.ReadDir(d.marks)
 		return s["collected"] == 2.0 && len(ents) > 0
 	})
+	// While it runs: no process has the secret in its argv, and the
+	// coordinator's folder (the bundle, its log) does not hold it.
+	for _, pid := range allPIDs() {
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if bytes.Contains(cmdline, []byte(detachCanary)) {
+			t.Errorf("process %d has the secret in its argv: %q", pid, cmdline)
+		}
+	}
+	machine, _ := d.status(id, time.Time{})["machine"].(string)
+	if machine == "" {
+		t.Fatal("the status names no coordinator machine")
+	}
+	var files int
+	filepath.WalkDir(machine, func(p string, e os.DirEntry, err error) error {
+		if err == nil && e.Type().IsRegular() {
+			files++
+			if data, _ := os.ReadFile(p); bytes.Contains(data, []byte(detachCanary)) {
+				t.Errorf("the coordinator's %s holds the secret", p)
+			}
+		}
+		return nil
+	})
+	if files < 4 {
+		t.Errorf("the coordinator's folder %s holds %d files; want the bundle and the log", machine, files)
+	}
 	if r := runCLI(t, "runs", "cancel", id, "-c", d.eval, "--results", d.results); r.code != 0 {
 		t.Fatalf("mst runs cancel exited %d\n%s", r.code, r.stderr)
 	}
@@ -452,4 +477,49 @@ func TestDetachRefusals(t *testing.T) {
 	if _, err := os.Stat(local); err == nil {
 		t.Errorf("a refused launch made the results folder %s", local)
 	}
+}
+
+// allPIDs lists the processes of this machine.
+func allPIDs() []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		var pid int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// TestDetachGrade detaches a run that grades on a runner (--grade-runner):
+// its coordinator collects with mst run --no-grade, then grades with mst
+// grade --runner, two phases the status records; then a detached mst grade
+// makes a second grade set.
+func TestDetachGrade(t *testing.T) {
+	d := newDetached(t, quickCases, quickOrder())
+	id := d.launch("run", d.eval, "--results", d.results, "--runner", "processes", "--grade-runner", "processes", "--runner-option", "shards=2")
+	if w := d.watch(id); w.code != 0 {
+		t.Fatalf("mst runs watch exited %d\n%s\n%s", w.code, w.stdout, w.stderr)
+	}
+	s := d.status(id, time.Time{})
+	cmds, _ := s["commands"].([]any)
+	if s["state"] != "done" || s["phase"] != "grade" || len(cmds) != 2 ||
+		!strings.Contains(fmt.Sprint(cmds[0]), "mst run eval.yaml") || !strings.Contains(fmt.Sprint(cmds[0]), "--no-grade") ||
+		!strings.Contains(fmt.Sprint(cmds[1]), "mst grade "+s["run"].(string)) || !strings.Contains(fmt.Sprint(cmds[1]), "--runner processes") {
+		t.Fatalf("status = %v; want done after a collect without grades and a grade on processes", s)
+	}
+	if s["graded"] != 6.0 {
+		t.Errorf("the grade phase graded %v trials, want 6", s["graded"])
+	}
+	run := s["run"].(string)
+	again := d.launch("grade", run, "--results", d.results, "--runner", "processes")
+	if w := d.watch(again); w.code != 0 {
+		t.Fatalf("mst runs watch of the detached grade exited %d\n%s\n%s", w.code, w.stdout, w.stderr)
+	}
+	g := d.status(again, time.Time{})
+	if g["state"] != "done" || g["command"] != "grade" || g["run"] != run || g["gradeSet"] != "2" || g["graded"] != 6.0 {
+		t.Errorf("the detached grade's status = %v; want done, grade set 2 of run %s, 6 graded", g, run)
+	}
+	d.noCanary()
 }
