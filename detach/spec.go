@@ -21,9 +21,6 @@ const (
 	// GradersFile is the --graders file of a detached mst grade, when one
 	// was given.
 	GradersFile = "graders.json"
-	// PIDFile holds the coordinator's process id once it runs: a runner's
-	// watchdog signals that process group at the machine's deadline.
-	PIDFile = "coordinator.pid"
 	// LogFile is the coordinator's output on its machine.
 	LogFile = "log.txt"
 	// StartedFile appears once the coordinator has written its first
@@ -100,6 +97,9 @@ type Spec struct {
 	// Finish runs there at the very end.
 	Machine  string   `json:"machine"`
 	Identity string   `json:"identity,omitempty"`
+	// WorkDir is the machine's work folder, where the coordinator writes
+	// its pid (runner.CoordinatorPIDFile) for the runner's watchdog.
+	WorkDir string `json:"workDir,omitempty"`
 	MST      []string `json:"mst"`
 	Env      []string `json:"env,omitempty"`
 	Finish   []string `json:"finish,omitempty"`

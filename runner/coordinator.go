@@ -68,6 +68,16 @@ type CoordinatorMachine interface {
 	Dispose(ctx context.Context) error
 }
 
+// CoordinatorPIDFile is the file in a coordinator machine's WorkDir where
+// the coordinator, once it runs, writes its process id (decimal, then a
+// newline; written to a temporary file and renamed). The coordinator leads
+// a session of its own, so a runner's watchdog that ends it at the
+// machine's deadline signals that process group and session.
+const CoordinatorPIDFile = "coordinator.pid"
+
+// A CoordinatorMachine that also is an io.Closer holds a connection (SSH)
+// that the launching mst closes once the coordinator has started.
+
 // CreateCoordinator makes a detached run's coordinator machine.
 type CreateCoordinator func(ctx context.Context, p CoordinatorParams) (CoordinatorMachine, error)
 

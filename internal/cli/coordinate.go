@@ -19,6 +19,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mst-eval/mst/detach"
+	"github.com/mst-eval/mst/internal/atomicfile"
+	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/store/blobstore"
 )
@@ -237,8 +239,12 @@ func serveCoordinator(ctx context.Context, bundle, secretsDir string) error {
 			c.SecretsEnv = append(c.SecretsEnv, k+"="+v)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(bundle, detach.PIDFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
-		return err
+	// Where a runner's watchdog looks for the process it stops at the
+	// machine's deadline.
+	if spec.WorkDir != "" {
+		if err := atomicfile.WriteFrom(filepath.Join(spec.WorkDir, runner.CoordinatorPIDFile), strings.NewReader(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
+			return err
+		}
 	}
 	if err := c.Start(ctx); err != nil {
 		return fmt.Errorf("writing the first status: %w", err)

@@ -261,6 +261,9 @@ func launchDetached(ctx context.Context, stdout, stderr io.Writer, l detachLaunc
 	}
 	started := false
 	defer func() {
+		if c, ok := m.(io.Closer); ok {
+			defer c.Close()
+		}
 		if !started {
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 			defer cancel()
@@ -269,7 +272,7 @@ func launchDetached(ctx context.Context, stdout, stderr io.Writer, l detachLaunc
 			}
 		}
 	}()
-	s.Machine, s.Identity, s.MST, s.Env, s.Finish = m.ID(), m.Identity(), m.MST(), m.Env(), m.Finish()
+	s.Machine, s.Identity, s.MST, s.Env, s.Finish, s.WorkDir = m.ID(), m.Identity(), m.MST(), m.Env(), m.Finish(), m.WorkDir()
 	status.Machine, status.Identity = s.Machine, s.Identity
 	if err := detach.WriteSpec(bundle, s); err != nil {
 		return failed(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/mst-eval/mst/internal/sshtest"
 	"github.com/mst-eval/mst/internal/testserver"
 	"github.com/mst-eval/mst/store"
+	"github.com/mst-eval/mst/store/blobstore/blobtest"
 	"github.com/mst-eval/mst/transcript"
 )
 
@@ -52,6 +53,7 @@ func TestSSH(t *testing.T) {
 	t.Run("OtherPlatform", s.testOtherPlatform)
 	t.Run("DropAndResume", s.testDropAndResume)
 	t.Run("Cleanup", s.testCleanup)
+	t.Run("Detach", s.testDetach)
 }
 
 type sshSuite struct {
@@ -63,8 +65,15 @@ type sshSuite struct {
 // run runs the built mst and returns its exit code and output.
 func (s *sshSuite) run(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
+	return s.runEnv(t, nil, args...)
+}
+
+// runEnv is run with env added to the test's environment.
+func (s *sshSuite) runEnv(t *testing.T, env []string, args ...string) (int, string, string) {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(t.Context(), s.mst, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Dir = t.TempDir()
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -413,4 +422,39 @@ func writeSSHFile(t *testing.T, dir, name, body string) {
 	if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// testDetach detaches the quickstart (its first four cases) on the ssh
+// runner, the run in a bucket (the GCS emulator, which the host's own
+// environment names, as a machine's own identity would): the coordinator
+// runs on the host, in a folder of its own, reaches the worker host with
+// the host's own key, and ends; mst runs watch, here, follows it to done.
+// Nothing of it is left on the host: no folder, no process.
+func (s *sshSuite) testDetach(t *testing.T) {
+	g := blobtest.StartGCS(t)
+	bucket := g.NewBucket(t)
+	h := startSSHHost(t, sshtest.Options{Env: map[string]string{"STORAGE_EMULATOR_HOST": g.Host()}})
+	results := "gs://" + bucket + "/team"
+	env := g.Env()
+	args := append([]string{"run", s.quickstart, "--limit", "4", "--results", results, "--detach", "--detach-heartbeat", "300ms"}, sshOptions(h)...)
+	code, stdout, stderr := s.runEnv(t, env, args...)
+	if code != 0 {
+		t.Fatalf("mst %s exited %d\n%s", strings.Join(args, " "), code, stderr)
+	}
+	id := strings.TrimSpace(stdout)
+	if !strings.Contains(stderr, "the coordinator runs on ssh://"+h.User+"@") {
+		t.Errorf("the launch does not say where the coordinator runs:\n%s", stderr)
+	}
+	code, stdout, stderr = s.runEnv(t, env, "runs", "watch", id, "-c", s.quickstart, "--results", results, "--interval", "300ms")
+	if code != 0 || !strings.Contains(stdout, "state      done") || !strings.Contains(stdout, "trials     24 collected, 24 graded, of 24") {
+		t.Fatalf("mst runs watch exited %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = s.runEnv(t, env, "report", results+"/quickstart/runs/")
+	if code != 0 || !strings.Contains(stdout, " complete ") {
+		t.Errorf("mst report of the eval's runs exited %d:\n%s\n%s", code, stdout, stderr)
+	}
+	waitSSH(t, time.Minute, "the coordinator's folder to go from the host", func() bool {
+		m, _ := filepath.Glob(filepath.Join(h.Home, ".cache", "mst", "work", "coordinator-*"))
+		return len(m) == 0
+	})
 }

@@ -38,7 +38,8 @@ const gcloudOptionsSchema = `{"type":"object","additionalProperties":false,"prop
   "strictHostKeyChecking": {"type":"boolean","description":"Passed to gcloud compute ssh and scp as --strict-host-key-checking=yes or no.","x-defaultDescription":"gcloud's own behaviour"},
   "workDir": {"type":"string","description":"Folder on each VM for the shard's work folder.","default":"~/.cache/mst/work"},
   "mst": {"type":"string","description":"Path of an mst of this same version already in the image.","x-defaultDescription":"MST copies itself to each VM"},
-  "gcloud": {"type":"string","description":"The gcloud command.","default":"gcloud"}
+  "gcloud": {"type":"string","description":"The gcloud command (on a detached run's coordinator VM too).","default":"gcloud"},
+  "coordinatorServiceAccount": {"type":"string","description":"Required for mst run --detach: the service account (an email) a detached run's coordinator VM runs as; it creates, reaches and deletes the workers' VMs and writes the result store. Your gcloud login is never copied to it."}
 }}`
 
 // Defaults of the gcloud runner.
@@ -61,6 +62,9 @@ type gcloudOptions struct {
 	WorkDir string
 	MST     string
 	Gcloud  string
+	// CoordinatorSA is the service account of a detached run's
+	// coordinator VM.
+	CoordinatorSA string
 }
 
 // parseGcloudOptions reads the gcloud runner's options.
@@ -69,6 +73,7 @@ func parseGcloudOptions(m map[string]string) (gcloudOptions, error) {
 		Project: m["project"], Zone: m["zone"], MachineType: m["machineType"],
 		Image: m["image"], ImageFamily: m["imageFamily"], ImageProj: m["imageProject"],
 		Network: m["network"], Subnet: m["subnet"], WorkDir: m["workDir"], MST: m["mst"], Gcloud: m["gcloud"],
+		CoordinatorSA: m["coordinatorServiceAccount"],
 	}
 	if o.Project == "" || o.Zone == "" {
 		return o, errors.New("gcloud runner: pass --runner-option project=PROJECT and --runner-option zone=ZONE")
@@ -119,6 +124,7 @@ func GcloudDefinition() *runner.Definition {
 		New:         newGcloudRunner,
 		Leftovers:   gcloudLeftovers,
 		Remove:      gcloudRemove,
+		Coordinator: gcloudCoordinator,
 	}
 }
 
@@ -132,6 +138,13 @@ func (o gcloudOptions) scope() []string {
 
 // createArgs creates shard's VM, labelled with its run and shard.
 func createArgs(o gcloudOptions, name, runID string, shard int) []string {
+	a := vmArgs(o, name)
+	return append(a, "--labels=mst-run="+labelValue(runID)+",mst-shard="+strconv.Itoa(shard), "--quiet")
+}
+
+// vmArgs are the start of a create command, what every VM of the runner
+// shares: its name, place, machine, image and network.
+func vmArgs(o gcloudOptions, name string) []string {
 	a := []string{"compute", "instances", "create", name}
 	a = append(a, o.scope()...)
 	a = append(a, "--machine-type="+o.MachineType)
@@ -152,7 +165,7 @@ func createArgs(o gcloudOptions, name, runID string, shard int) []string {
 	if o.NoAddress {
 		a = append(a, "--no-address")
 	}
-	return append(a, "--labels=mst-run="+labelValue(runID)+",mst-shard="+strconv.Itoa(shard), "--quiet")
+	return a
 }
 
 // sshArgs runs cmdline on VM name through IAP.
@@ -301,14 +314,8 @@ func (r *gcloudRunner) create(ctx context.Context, runID string, attempt, i int,
 			}
 		}
 	}()
-	if err := waitSSH(ctx, rem); err != nil {
-		return nil, err
-	}
-	info, err := probe(ctx, rem)
+	info, err := prepareVM(ctx, rem, r.local, o.MST)
 	if err != nil {
-		return nil, err
-	}
-	if info.mst, err = ensureMST(ctx, rem, info, r.local, o.MST); err != nil {
 		return nil, err
 	}
 	dir := path.Join(hostPath(o.WorkDir, info.home), folderName(runID, i, attempt, grading))
@@ -320,6 +327,22 @@ func (r *gcloudRunner) create(ctx context.Context, runID string, attempt, i int,
 		image = o.ImageProj + "/" + o.ImageFamily
 	}
 	return &machine{r: rem, id: vmID(o, o.Zone, name), dir: dir, mst: []string{info.mst}, image: image, remove: remove}, nil
+}
+
+// prepareVM waits until a new VM takes SSH, probes it and makes sure it
+// has mst.
+func prepareVM(ctx context.Context, rem *gcloudRemote, local *localMST, given string) (hostInfo, error) {
+	if err := waitSSH(ctx, rem); err != nil {
+		return hostInfo{}, err
+	}
+	info, err := probe(ctx, rem)
+	if err != nil {
+		return info, err
+	}
+	if info.mst, err = ensureMST(ctx, rem, info, local, given); err != nil {
+		return info, err
+	}
+	return info, nil
 }
 
 // waitSSH tries `true` on a new VM until it answers, for up to bootWait.

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -50,6 +51,23 @@ func TestGcloudArgs(t *testing.T) {
 			want: []string{"compute", "instances", "create", "mst-r-s3", "--project=acme-evals", "--zone=europe-west4-a",
 				"--machine-type=n2-standard-8", "--image=mst-worker-7", "--image-project=acme-images",
 				"--network=evals", "--subnet=evals-eu", "--no-address", "--labels=mst-run=r,mst-shard=3", "--quiet"},
+		},
+		{
+			name: "create a coordinator VM",
+			got:  coordinatorCreateArgs(withSA(def), "mst-coordinator-d1", "D1", 24*time.Hour),
+			want: []string{"compute", "instances", "create", "mst-coordinator-d1", "--project=acme-evals", "--zone=europe-west4-a",
+				"--machine-type=e2-standard-4", "--image-family=debian-12", "--image-project=debian-cloud",
+				"--service-account=coord@acme-evals.iam.gserviceaccount.com", "--scopes=cloud-platform",
+				"--max-run-duration=86400s", "--instance-termination-action=DELETE", "--labels=mst-detached=d1", "--quiet"},
+		},
+		{
+			name: "create a coordinator VM with every option, a deadline in part seconds",
+			got:  coordinatorCreateArgs(withSA(custom), "mst-coordinator-d2", "d2", 90*time.Minute+1500*time.Millisecond),
+			want: []string{"compute", "instances", "create", "mst-coordinator-d2", "--project=acme-evals", "--zone=europe-west4-a",
+				"--machine-type=n2-standard-8", "--image=mst-worker-7", "--image-project=acme-images",
+				"--network=evals", "--subnet=evals-eu", "--no-address",
+				"--service-account=coord@acme-evals.iam.gserviceaccount.com", "--scopes=cloud-platform",
+				"--max-run-duration=5402s", "--instance-termination-action=DELETE", "--labels=mst-detached=d2", "--quiet"},
 		},
 		{
 			name: "ssh",
@@ -125,6 +143,36 @@ func TestInstanceName(t *testing.T) {
 	}
 	if long1 == long2 {
 		t.Errorf("two long run ids that differ at the end got the same name %s", long1)
+	}
+}
+
+func withSA(o gcloudOptions) gcloudOptions {
+	o.CoordinatorSA = "coord@acme-evals.iam.gserviceaccount.com"
+	return o
+}
+
+// TestCoordinatorName checks the coordinator VM's name for ids of every
+// shape: valid, at most 63 long, and apart for ids that differ only where
+// a long one is cut.
+func TestCoordinatorName(t *testing.T) {
+	t.Parallel()
+	if got := coordinatorName("quickstart-20261201-070000-abcdef"); got != "mst-coordinator-quickstart-20261201-070000-abcdef" {
+		t.Errorf("coordinatorName of a plain id = %s", got)
+	}
+	if got := coordinatorName("My_Eval.v2/Run"); got != "mst-coordinator-my-eval-v2-run" {
+		t.Errorf("coordinatorName of an id with other characters = %s", got)
+	}
+	long := strings.Repeat("a-very-long-eval-name-", 4)
+	names := map[string]bool{}
+	for _, id := range []string{"", "___", "ÄÖÜ", long + "1", long + "2", strings.Repeat("x", 200) + "-"} {
+		n := coordinatorName(id)
+		if len(n) > 63 || !nameOK.MatchString(n) || !strings.HasPrefix(n, "mst-coordinator-") {
+			t.Errorf("coordinatorName(%q) = %s (%d long), want a valid name of at most 63 starting mst-coordinator-", id, n, len(n))
+		}
+		names[n] = true
+	}
+	if !names[coordinatorName(long+"1")] || coordinatorName(long+"1") == coordinatorName(long+"2") {
+		t.Errorf("two long ids that differ at the end got the same name %s", coordinatorName(long+"1"))
 	}
 }
 

@@ -19,7 +19,8 @@ const sshOptionsSchema = `{"type":"object","additionalProperties":false,"propert
   "knownHosts": {"type":"string","description":"known_hosts file with the hosts' keys.","default":"~/.ssh/known_hosts"},
   "strictHostKeyChecking": {"type":"boolean","description":"Refuse a host whose key is not in knownHosts. false accepts unknown keys, still refuses changed ones, and logs a warning.","default":true},
   "workDir": {"type":"string","description":"Folder on each host for the shards' work folders; relative paths and ~ start at the host user's HOME.","default":"~/.cache/mst/work"},
-  "mst": {"type":"string","description":"Path of an mst of this same version already on every host.","x-defaultDescription":"MST copies itself to ~/.cache/mst/bin on each host"}
+  "mst": {"type":"string","description":"Path of an mst of this same version already on every host.","x-defaultDescription":"MST copies itself to ~/.cache/mst/bin on each host"},
+  "coordinatorHost": {"type":"string","description":"Host a detached run's coordinator runs on (mst run --detach), user@host[:port]. It logs in to the hosts from there with SSH keys of its own on that host: yours are never copied there.","x-defaultDescription":"the first of hosts"}
 }}`
 
 // Defaults of the options.
@@ -115,6 +116,9 @@ type sshOptions struct {
 	// resolved against each host's HOME once MST has logged in.
 	WorkDir string
 	MST     string
+	// CoordinatorHost is where a detached run's coordinator runs: the
+	// coordinatorHost option, else the first of Hosts.
+	CoordinatorHost target
 }
 
 // parseSSHOptions reads the ssh runner's options (already checked against
@@ -133,6 +137,15 @@ func parseSSHOptions(m map[string]string) (sshOptions, error) {
 	}
 	if o.Hosts, err = parseHosts(m["hosts"], localUser()); err != nil {
 		return o, fmt.Errorf("--runner-option hosts: %w", err)
+	}
+	o.CoordinatorHost = o.Hosts[0]
+	if v := m["coordinatorHost"]; v != "" {
+		if strings.Contains(v, ",") {
+			return o, fmt.Errorf("--runner-option coordinatorHost=%s: name one host, user@host[:port]; the coordinator runs on a single machine", v)
+		}
+		if o.CoordinatorHost, err = parseTarget(v, localUser()); err != nil {
+			return o, fmt.Errorf("--runner-option coordinatorHost: %w", err)
+		}
 	}
 	return o, nil
 }

@@ -53,6 +53,9 @@ func TestParseSSHOptions(t *testing.T) {
 		connOptions: connOptions{Identity: "/keys/id", KnownHosts: "/keys/known", Strict: false},
 		Hosts:       []target{{"a", "one", "2201"}, {"b", "two", "22"}},
 		WorkDir:     "/srv/mst", MST: "/opt/mst",
+		// Without coordinatorHost, a detached run's coordinator runs on
+		// the first host.
+		CoordinatorHost: target{"a", "one", "2201"},
 	}
 	if diff := cmp.Diff(want, o, cmp.AllowUnexported(sshOptions{})); diff != "" {
 		t.Errorf("parseSSHOptions (-want +got):\n%s", diff)
@@ -66,6 +69,47 @@ func TestParseSSHOptions(t *testing.T) {
 	}
 	if _, err := parseSSHOptions(map[string]string{}); err == nil || !strings.Contains(err.Error(), "hosts=user@host") {
 		t.Errorf("parseSSHOptions without hosts = %v, want an error that says how to pass them", err)
+	}
+}
+
+// TestCoordinatorHostOption checks the coordinatorHost option: one
+// user@host[:port] read as the hosts are, defaulting to the first host,
+// and refused, naming the option, when it is not one host.
+func TestCoordinatorHostOption(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   string
+		want target
+		err  string
+	}{
+		{in: "", want: target{"a", "one", "2201"}},
+		{in: "boss@control.example.com", want: target{"boss", "control.example.com", "22"}},
+		{in: "control:2222", want: target{localUser(), "control", "2222"}},
+		{in: "boss@[2001:db8::1]:2200", want: target{"boss", "2001:db8::1", "2200"}},
+		// Another host than those the shards run on is fine.
+		{in: "b@two", want: target{"b", "two", "22"}},
+		{in: "@control", err: "coordinatorHost: host \"@control\": the user before @ is empty"},
+		{in: "boss@", err: "coordinatorHost: host \"boss@\": no host name"},
+		{in: "boss@control:0", err: "coordinatorHost: host \"boss@control:0\": port \"0\""},
+		{in: "boss@control:ssh", err: "port \"ssh\" is not a number"},
+		{in: "a@one,b@two", err: "coordinatorHost=a@one,b@two: name one host"},
+		{in: "  ", err: "no host name"},
+	}
+	for _, tt := range tests {
+		m := map[string]string{"hosts": "a@one:2201,b@two"}
+		if tt.in != "" {
+			m["coordinatorHost"] = tt.in
+		}
+		o, err := parseSSHOptions(m)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("coordinatorHost=%q: %+v, %v; want an error containing %q", tt.in, o.CoordinatorHost, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || o.CoordinatorHost != tt.want {
+			t.Errorf("coordinatorHost=%q: %+v, %v; want %+v", tt.in, o.CoordinatorHost, err, tt.want)
+		}
 	}
 }
 

@@ -32,6 +32,10 @@ func Definition() *runner.Definition {
 		New:       newSSHRunner,
 		Leftovers: sshLeftovers,
 		Remove:    sshRemove,
+		// A detached run's coordinator runs on coordinatorHost, with a
+		// watchdog beside it that ends it at its deadline.
+		Coordinator:     sshCoordinator,
+		MachineCommands: []runner.MachineCommand{WatchdogCommand()},
 	}
 }
 
