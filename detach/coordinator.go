@@ -317,6 +317,13 @@ func (c *Coordinator) runArgs(resume bool) []string {
 	if s.MaxErrored != "" {
 		a = append(a, "--max-errored", s.MaxErrored)
 	}
+	// A resume names the runner too: the one the run was launched with
+	// (as resolved, with the options its run.json recorded), or the one
+	// mst run --resume --detach was given.
+	a = append(a, "--runner", s.Runner)
+	for _, o := range s.RunnerOptions {
+		a = append(a, "--runner-option", o)
+	}
 	if resume {
 		a = append(a, "--resume", c.runID())
 		if s.RetryErrored && (s.Resume != "" || c.runID() != "RUN") {
@@ -328,10 +335,6 @@ func (c *Coordinator) runArgs(resume bool) []string {
 			}
 		}
 		return a
-	}
-	a = append(a, "--runner", s.Runner)
-	for _, o := range s.RunnerOptions {
-		a = append(a, "--runner-option", o)
 	}
 	for _, v := range s.Variants {
 		a = append(a, "--variant", v)

@@ -471,6 +471,22 @@ func TestDetachRefusals(t *testing.T) {
 			}
 		})
 	}
+	// A connector server's grants live in the local credential store,
+	// which the coordinator machine cannot share.
+	connector := filepath.Join(d.dir, "connector.yaml")
+	os.WriteFile(connector, []byte(`name: detached
+datasets: [cases.jsonl]
+servers:
+  crm:
+    url: http://127.0.0.1:9/mcp
+    oauth: {}
+variants:
+  v: {model: offline, servers: [crm]}
+`), 0o644)
+	r := d.mst("run", connector, "--results", d.results, "--runner", "processes", "--detach", "--store-option", "dir="+filepath.Join(d.dir, "creds"))
+	if r.code != int(cli.ExitUsage) || !strings.Contains(r.stderr, "the connector servers crm need their grants refreshed on the coordinator machine") || !strings.Contains(r.stderr, "give --store NAME of a shared store") {
+		t.Errorf("a detached run with a connector server and the local store exited %d:\n%s", r.code, r.stderr)
+	}
 	if keys := listKeys(t, d.bucket, "team/detached/detached/"); len(keys) > 0 {
 		t.Errorf("a refused launch left records: %v", keys)
 	}
