@@ -95,14 +95,14 @@ type Spec struct {
 	// Machine is the coordinator machine's id, Identity what it runs as;
 	// MST runs mst there, Env is added to its commands' environment, and
 	// Finish runs there at the very end.
-	Machine  string   `json:"machine"`
-	Identity string   `json:"identity,omitempty"`
+	Machine  string `json:"machine"`
+	Identity string `json:"identity,omitempty"`
 	// WorkDir is the machine's work folder, where the coordinator writes
 	// its pid (runner.CoordinatorPIDFile) for the runner's watchdog.
-	WorkDir string `json:"workDir,omitempty"`
-	MST      []string `json:"mst"`
-	Env      []string `json:"env,omitempty"`
-	Finish   []string `json:"finish,omitempty"`
+	WorkDir string   `json:"workDir,omitempty"`
+	MST     []string `json:"mst"`
+	Env     []string `json:"env,omitempty"`
+	Finish  []string `json:"finish,omitempty"`
 	// Deadline is when the coordinator stops whatever it is doing; the
 	// runner removes the machine soon after by itself.
 	Deadline time.Time `json:"deadline"`
