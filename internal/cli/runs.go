@@ -172,6 +172,16 @@ func (f *runsFlags) oneRun(ctx context.Context, ref string) (*detach.Records, st
 	return recs, id, nil
 }
 
+// readOne resolves ref and reads its status.
+func (f *runsFlags) readOne(ctx context.Context, ref string) (*detach.Records, detach.Status, error) {
+	recs, id, err := f.oneRun(ctx, ref)
+	if err != nil {
+		return nil, detach.Status{}, err
+	}
+	s, err := recs.ReadStatus(ctx, id)
+	return recs, s, err
+}
+
 func newRunsStatusCmd(stdio Stdio) *cobra.Command {
 	var f runsFlags
 	cmd := &cobra.Command{
@@ -179,11 +189,7 @@ func newRunsStatusCmd(stdio Stdio) *cobra.Command {
 		Short: "Show one detached run's status",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			recs, id, err := f.oneRun(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			s, err := recs.ReadStatus(cmd.Context(), id)
+			recs, s, err := f.readOne(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -381,14 +387,11 @@ func newRunsCancelCmd(stdio Stdio) *cobra.Command {
 		Short: "Cancel a detached run: its command under way is interrupted as Ctrl-C would, what was collected is kept",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			recs, id, err := f.oneRun(cmd.Context(), args[0])
+			recs, s, err := f.readOne(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			s, err := recs.ReadStatus(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
+			id := s.ID
 			if s.Over() {
 				return withCode(ExitUsage, fmt.Errorf("the detached run %s has already ended (%s): there is nothing to cancel", id, s.State))
 			}

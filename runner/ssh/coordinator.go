@@ -511,32 +511,10 @@ func gcloudCoordinator(ctx context.Context, p runner.CoordinatorParams) (_ runne
 	}
 	g := r.(*gcloudRunner)
 	name := coordinatorName(p.ID)
-	if _, err := gcloudOutput(ctx, o.Gcloud, coordinatorCreateArgs(o, name, p.ID, deadline)); err != nil {
-		return nil, fmt.Errorf("creating the coordinator VM %s: %w", name, err)
-	}
-	rem := &gcloudRemote{o: o, vm: name}
-	remove := func(ctx context.Context) error {
-		_, err := gcloudOutput(ctx, o.Gcloud, deleteArgs(o, name))
-		return err
-	}
-	defer func() {
-		if err != nil {
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
-			defer cancel()
-			if derr := remove(dctx); derr != nil {
-				g.logger.Warn("deleting a coordinator VM that did not get ready failed", "vm", name, "err", derr)
-			}
-		}
-	}()
-	info, err := prepareVM(ctx, rem, g.local, o.MST)
+	m, err := readyVM(ctx, o, name, coordinatorCreateArgs(o, name, p.ID, deadline), coordinatorFolder(p.ID), g.local, g.logger, "the coordinator VM")
 	if err != nil {
 		return nil, err
 	}
-	dir := path.Join(hostPath(o.WorkDir, info.home), coordinatorFolder(p.ID))
-	if _, err := output(ctx, rem, "mkdir -p "+quote(dir)); err != nil {
-		return nil, fmt.Errorf("making the coordinator's folder on %s: %w", name, err)
-	}
-	m := &machine{r: rem, id: vmID(o, o.Zone, name), dir: dir, mst: []string{info.mst}, remove: remove}
 	return &gcloudCoordinatorMachine{machine: m, o: o, name: name}, nil
 }
 

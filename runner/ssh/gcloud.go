@@ -294,11 +294,27 @@ func (r *gcloudRunner) RunShard(ctx context.Context, s runner.Shard) (runner.Sha
 
 // create makes shard i's VM, waits until it takes SSH, installs mst on it
 // and makes the work folder. A VM that cannot be made ready is deleted.
-func (r *gcloudRunner) create(ctx context.Context, runID string, attempt, i int, grading bool) (_ *machine, err error) {
+func (r *gcloudRunner) create(ctx context.Context, runID string, attempt, i int, grading bool) (*machine, error) {
 	o := r.opts
 	name := instanceName(runID, i, attempt, grading)
-	if _, err := gcloudOutput(ctx, o.Gcloud, createArgs(o, name, runID, i)); err != nil {
-		return nil, fmt.Errorf("creating the VM %s: %w", name, err)
+	m, err := readyVM(ctx, o, name, createArgs(o, name, runID, i), folderName(runID, i, attempt, grading), r.local, r.logger, "the VM")
+	if err != nil {
+		return nil, err
+	}
+	m.image = o.Image
+	if m.image == "" {
+		m.image = o.ImageProj + "/" + o.ImageFamily
+	}
+	return m, nil
+}
+
+// readyVM creates the VM name with the gcloud arguments args, waits until
+// it takes SSH, makes sure it has mst and makes the folder folder in its
+// work folder. A VM that cannot be made ready is deleted. what names it in
+// errors ("the VM", "the coordinator VM").
+func readyVM(ctx context.Context, o gcloudOptions, name string, args []string, folder string, local *localMST, logger *slog.Logger, what string) (_ *machine, err error) {
+	if _, err := gcloudOutput(ctx, o.Gcloud, args); err != nil {
+		return nil, fmt.Errorf("creating %s %s: %w", what, name, err)
 	}
 	rem := &gcloudRemote{o: o, vm: name}
 	remove := func(ctx context.Context) error {
@@ -310,23 +326,19 @@ func (r *gcloudRunner) create(ctx context.Context, runID string, attempt, i int,
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 			defer cancel()
 			if derr := remove(dctx); derr != nil {
-				r.logger.Warn("deleting a VM that did not get ready failed", "vm", name, "err", derr)
+				logger.Warn("deleting a VM that did not get ready failed", "vm", name, "err", derr)
 			}
 		}
 	}()
-	info, err := prepareVM(ctx, rem, r.local, o.MST)
+	info, err := prepareVM(ctx, rem, local, o.MST)
 	if err != nil {
 		return nil, err
 	}
-	dir := path.Join(hostPath(o.WorkDir, info.home), folderName(runID, i, attempt, grading))
+	dir := path.Join(hostPath(o.WorkDir, info.home), folder)
 	if _, err := output(ctx, rem, "mkdir -p "+quote(dir)); err != nil {
 		return nil, fmt.Errorf("making the work folder on %s: %w", name, err)
 	}
-	image := o.Image
-	if image == "" {
-		image = o.ImageProj + "/" + o.ImageFamily
-	}
-	return &machine{r: rem, id: vmID(o, o.Zone, name), dir: dir, mst: []string{info.mst}, image: image, remove: remove}, nil
+	return &machine{r: rem, id: vmID(o, o.Zone, name), dir: dir, mst: []string{info.mst}, remove: remove}, nil
 }
 
 // prepareVM waits until a new VM takes SSH, probes it and makes sure it
