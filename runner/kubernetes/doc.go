@@ -36,8 +36,15 @@
 //  5. kubectl delete pod removes the pod, unless keep says to keep it.
 //
 // Close has nothing to release. Leftovers lists the pods carrying an
-// mst.run label in the namespace, and Remove deletes one, for
-// `mst runner cleanup RUN`.
+// mst.run label in the namespace, and detached runs' coordinator pods
+// (mst.coordinator), and Remove deletes one, for `mst runner cleanup RUN`.
+//
+// # Detached runs
+//
+// CreateCoordinator makes a detached run's coordinator pod,
+// mst-coordinator-<id>, running as the coordinatorServiceAccount option's
+// account from an image with mst and kubectl (coordinator.go says how it
+// ends and what it may do).
 //
 // # Stopping a command
 //

@@ -25,6 +25,11 @@ const (
 	OptionPodTimeout     = "podTimeout"
 	OptionTar            = "tar"
 	OptionEnv            = "env"
+	// OptionCoordinatorServiceAccount and OptionCoordinatorImage are for
+	// detached runs (coordinator.go): the account the coordinator's pod
+	// runs as, and the image it runs, which must hold kubectl too.
+	OptionCoordinatorServiceAccount = "coordinatorServiceAccount"
+	OptionCoordinatorImage          = "coordinatorImage"
 )
 
 // Defaults of the options.
@@ -43,6 +48,12 @@ const (
 	// AnnotationRun holds the run id as it is, in case the label had to
 	// change it to fit Kubernetes' rules for label values.
 	AnnotationRun = "mst.run"
+	// LabelCoordinator labels a detached run's coordinator pod with the
+	// detached run's id (made a valid label value), and
+	// AnnotationCoordinator holds the id as it is. Leftovers finds
+	// coordinator pods by the label.
+	LabelCoordinator      = "mst.coordinator"
+	AnnotationCoordinator = "mst.coordinator"
 )
 
 // ContainerName is the name of the worker's container in each pod.
@@ -61,7 +72,9 @@ const optionsSchema = `{"type":"object","additionalProperties":false,"required":
   "workDir": {"type":"string","description":"Folder in the pod for the bundle and the transcripts (an emptyDir is mounted there).","default":"/work"},
   "podTimeout": {"type":"string","description":"How long a pod may take to become Ready (a Go duration: 90s, 5m).","default":"2m"},
   "tar": {"type":"string","description":"tar program in the image, which the copies run.","default":"tar"},
-  "env": {"type":"string","description":"env program in the image (such as /bin/env); with it a cancelled command is stopped inside the pod, without it only with the pod.","x-defaultDescription":"none"}
+  "env": {"type":"string","description":"env program in the image (such as /bin/env); with it a cancelled command is stopped inside the pod, without it only with the pod.","x-defaultDescription":"none"},
+  "coordinatorServiceAccount": {"type":"string","description":"Service account a detached run's coordinator pod runs as (--detach needs it); it must be allowed to create, watch, exec into and delete pods in the namespace (docs/kubernetes.md has the Role).","x-defaultDescription":"none: --detach is refused"},
+  "coordinatorImage": {"type":"string","description":"Image a detached run's coordinator pod runs: this MST version at the mst path, kubectl on PATH, and tar.","x-defaultDescription":"the image option, when given"}
 }}`
 
 // Definition is the kubernetes runner, for the built-in registry.
@@ -78,6 +91,7 @@ func Definition() *runner.Definition {
 		// With the env option, a cancelled command is stopped inside its
 		// pod.
 		MachineCommands: []runner.MachineCommand{runner.StopExecCommand(), runner.RelayCommand()},
+		Coordinator:     CreateCoordinator,
 	}
 }
 
@@ -93,6 +107,10 @@ type settings struct {
 	podTimeout     time.Duration
 	tar            string
 	env            string
+	// coordinatorServiceAccount and coordinatorImage are the
+	// coordinator pod's (coordinator.go).
+	coordinatorServiceAccount string
+	coordinatorImage          string
 }
 
 // dnsLabel is what Kubernetes accepts as a namespace or service account
@@ -110,6 +128,7 @@ func parseSettings(options map[string]string) (settings, error) {
 		mst: DefaultMST, context: options[OptionContext], kubeconfig: options[OptionKubeconfig],
 		serviceAccount: options[OptionServiceAccount], workDir: DefaultWorkDir,
 		podTimeout: DefaultPodTimeout, tar: DefaultTar, env: options[OptionEnv],
+		coordinatorServiceAccount: options[OptionCoordinatorServiceAccount], coordinatorImage: options[OptionCoordinatorImage],
 	}
 	if s.namespace == "" {
 		return s, errors.New("kubernetes runner: no namespace: pass --runner-option namespace=NS (the namespace must exist, and you need to create, exec into and delete pods there)")
@@ -119,6 +138,15 @@ func parseSettings(options map[string]string) (settings, error) {
 	}
 	if s.serviceAccount != "" && (len(s.serviceAccount) > 253 || !dnsSubdomain.MatchString(s.serviceAccount)) {
 		return s, fmt.Errorf("kubernetes runner: --runner-option serviceAccount=%s is not a valid service account name (lower-case letters, digits, '-' and '.')", s.serviceAccount)
+	}
+	if a := s.coordinatorServiceAccount; a != "" && (len(a) > 253 || !dnsSubdomain.MatchString(a)) {
+		return s, fmt.Errorf("kubernetes runner: --runner-option %s=%s is not a valid service account name (lower-case letters, digits, '-' and '.')", OptionCoordinatorServiceAccount, a)
+	}
+	if inCluster() {
+		// In a detached run's coordinator pod: the kubeconfig and context
+		// options name the launching machine's, which are not here; the
+		// pod's service account is used instead.
+		s.kubeconfig, s.context = "", ""
 	}
 	if v := options[OptionMST]; v != "" {
 		s.mst = v

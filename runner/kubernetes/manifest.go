@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // podSpec says which pod to create for a shard.
@@ -85,6 +86,7 @@ type metadata struct {
 
 type podBody struct {
 	RestartPolicy                 string      `json:"restartPolicy"`
+	ActiveDeadlineSeconds         int64       `json:"activeDeadlineSeconds,omitempty"`
 	ServiceAccountName            string      `json:"serviceAccountName,omitempty"`
 	AutomountServiceAccountToken  bool        `json:"automountServiceAccountToken"`
 	TerminationGracePeriodSeconds int         `json:"terminationGracePeriodSeconds"`
@@ -162,6 +164,58 @@ func podManifest(name string, spec podSpec, set settings, image, version string)
 			}},
 			Volumes: []volume{
 				{Name: volumeTokens, EmptyDir: emptyDir{Medium: "Memory"}},
+				{Name: volumeWork},
+				{Name: volumeTmp},
+			},
+		},
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		// The manifest holds only strings, numbers and booleans.
+		panic(err)
+	}
+	return b
+}
+
+// coordinatorManifest is the Pod, as JSON for kubectl create -f -, of a
+// detached run's coordinator: named name, labelled with the detached run's
+// id and the version, running as the coordinator's service account with
+// its token mounted, its one container (named as a worker's, so the
+// worker's exec and copies serve it) running `mst runner idle` from image
+// until the deadline, with no privilege escalation and emptyDirs at the
+// work folder and /tmp (HOME). Kubernetes ends it at the deadline by
+// itself (activeDeadlineSeconds), and never restarts it.
+func coordinatorManifest(name, id string, set settings, image, version string, deadline time.Duration) []byte {
+	secs := int64((deadline + time.Second - 1) / time.Second)
+	m := manifest{
+		APIVersion: "v1",
+		Kind:       "Pod",
+		Metadata: metadata{
+			Name: name,
+			Labels: map[string]string{
+				LabelCoordinator: labelValue(id),
+				LabelVersion:     labelValue(version),
+			},
+			Annotations: map[string]string{AnnotationCoordinator: id},
+		},
+		Spec: podBody{
+			RestartPolicy:                 "Never",
+			ActiveDeadlineSeconds:         secs,
+			ServiceAccountName:            set.coordinatorServiceAccount,
+			AutomountServiceAccountToken:  true,
+			TerminationGracePeriodSeconds: 10,
+			Containers: []container{{
+				Name:            ContainerName,
+				Image:           image,
+				Command:         []string{set.mst, "runner", "idle", "--deadline", time.Duration(secs * int64(time.Second)).String()},
+				Env:             []envVar{{Name: "HOME", Value: "/tmp"}},
+				SecurityContext: securityContext{AllowPrivilegeEscalation: false},
+				VolumeMounts: []volumeMount{
+					{Name: volumeWork, MountPath: set.workDir},
+					{Name: volumeTmp, MountPath: "/tmp"},
+				},
+			}},
+			Volumes: []volume{
 				{Name: volumeWork},
 				{Name: volumeTmp},
 			},

@@ -40,23 +40,29 @@ func (r *kubeRunner) create(ctx context.Context, spec podSpec) (runner.Machine, 
 	}
 	// The worker's hello would catch another version too, but only after
 	// the bundle is copied; this says at once what is wrong with the image.
-	// No label is needed on the image: the mst inside is asked itself.
-	out, err := k.run(ctx, nil, k.execArgs(name, false, r.set.mst, "version")...)
-	found, isMST := strings.CutPrefix(out, "mst ")
-	switch {
-	case err != nil:
-		err = fmt.Errorf("the image %s has no mst at %s that runs (%w). %s", r.image, r.set.mst, err, imageHelp(r.set.mst, r.version))
-	case !isMST:
-		err = fmt.Errorf("%s in the image %s is not mst: `%s version` printed %q. %s", r.set.mst, r.image, r.set.mst, out, imageHelp(r.set.mst, r.version))
-	case r.version != "" && found != r.version:
-		err = fmt.Errorf("the image %s holds mst %s at %s, and this coordinator is mst %s: the workers must run the coordinator's version. %s",
-			r.image, found, r.set.mst, r.version, imageHelp(r.set.mst, r.version))
-	}
-	if err != nil {
+	if err := checkMST(ctx, k, name, r.image, r.set.mst, r.version); err != nil {
 		p.Remove(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("checking mst in the pod %s: %w", name, err)
 	}
 	return p, nil
+}
+
+// checkMST runs `mst version` in the pod name of image, with mst at the
+// path mst, and says what is wrong when it does not print version. No
+// label is needed on the image: the mst inside is asked itself.
+func checkMST(ctx context.Context, k *kubectl, name, image, mst, version string) error {
+	out, err := k.run(ctx, nil, k.execArgs(name, false, mst, "version")...)
+	found, isMST := strings.CutPrefix(out, "mst ")
+	switch {
+	case err != nil:
+		return fmt.Errorf("the image %s has no mst at %s that runs (%w). %s", image, mst, err, imageHelp(mst, version))
+	case !isMST:
+		return fmt.Errorf("%s in the image %s is not mst: `%s version` printed %q. %s", mst, image, mst, out, imageHelp(mst, version))
+	case version != "" && found != version:
+		return fmt.Errorf("the image %s holds mst %s at %s, and this coordinator is mst %s: the workers must run the coordinator's version. %s",
+			image, found, mst, version, imageHelp(mst, version))
+	}
+	return nil
 }
 
 // imageHelp says how to give the pods an image with mst version at the

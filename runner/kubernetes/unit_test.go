@@ -71,7 +71,7 @@ func TestParseSettings(t *testing.T) {
 
 func TestDefinition(t *testing.T) {
 	d := Definition()
-	if d.Name != "kubernetes" || d.OS != "linux" || d.MaxShards != MaxShards || d.New == nil || d.Leftovers == nil || d.Remove == nil {
+	if d.Name != "kubernetes" || d.OS != "linux" || d.MaxShards != MaxShards || d.New == nil || d.Leftovers == nil || d.Remove == nil || d.Coordinator == nil {
 		t.Errorf("Definition() = %+v", d)
 	}
 	var schema struct {
@@ -85,7 +85,7 @@ func TestDefinition(t *testing.T) {
 	for n := range schema.Properties {
 		names = append(names, n)
 	}
-	want := []string{OptionContext, OptionEnv, OptionImage, OptionKubeconfig, OptionMST, OptionNamespace, OptionPodTimeout, OptionServiceAccount, OptionTar, OptionWorkDir}
+	want := []string{OptionContext, OptionCoordinatorImage, OptionCoordinatorServiceAccount, OptionEnv, OptionImage, OptionKubeconfig, OptionMST, OptionNamespace, OptionPodTimeout, OptionServiceAccount, OptionTar, OptionWorkDir}
 	sort.Strings(names)
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("options in the schema (-want +got):\n%s", diff)
