@@ -105,11 +105,23 @@ func (r *machineRunner) RunShard(ctx context.Context, s Shard) (rep ShardReport,
 		execDone <- err
 	}()
 	var n atomic.Int64
+	// One file server per shard brings the transcripts back
+	// (fileserver.go), unless copying is cheap already.
+	var files *fileClient
+	if cc, ok := m.(CheapCopies); !ok || !cc.CopiesCheaply() {
+		files = &fileClient{m: m, root: resultsDir, execCtx: execCtx, stderr: &prefixWriter{logger: r.logger, shard: i}}
+		defer files.close()
+	}
 	fetch := func(ctx context.Context, p string) ([]byte, error) {
 		// The path comes from the worker: it must stay in its results
 		// (runner/fetch.go).
 		if err := checkFetchPath(p); err != nil {
 			return nil, err
+		}
+		if files != nil {
+			if b, ok, err := files.fetch(ctx, p); ok {
+				return b, err
+			}
 		}
 		// Each copy gets a file of its own: fetches may run at once.
 		local := filepath.Join(fetched, strconv.FormatInt(n.Add(1), 10))

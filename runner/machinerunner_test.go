@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -39,6 +40,23 @@ type flakyMachine struct {
 
 	mu    sync.Mutex
 	tries map[string]int
+}
+
+// CopiesCheaply keeps these copies on CopyFrom: MachineRunner starts no
+// file server for the machine.
+func (m *flakyMachine) CopiesCheaply() bool { return true }
+
+// remoteMachine is a folder machine as a remote one is seen: copies are
+// not cheap, so MachineRunner brings transcripts back through `mst runner
+// serve-files`; it counts the copies that still go through CopyFrom.
+type remoteMachine struct {
+	runner.Machine
+	copies atomic.Int32
+}
+
+func (m *remoteMachine) CopyFrom(ctx context.Context, remote, local string) error {
+	m.copies.Add(1)
+	return m.Machine.CopyFrom(ctx, remote, local)
 }
 
 func (m *flakyMachine) CopyFrom(ctx context.Context, remote, local string) error {
@@ -183,6 +201,28 @@ func TestCopyBackFailsOnce(t *testing.T) {
 	}
 	if n := flaky.triesOf("/c2.t1.json"); n != 2 {
 		t.Errorf("copies of c2's transcript = %d, want 2 (one failed, one retried)", n)
+	}
+}
+
+// TestCopyBackServed: a machine whose copies are costly gets its
+// transcripts back through one file server per shard, none by CopyFrom.
+func TestCopyBackServed(t *testing.T) {
+	t.Parallel()
+	var rm *remoteMachine
+	r := machineRunner(t, t.TempDir(), runner.KeepNever, func(m runner.Machine) runner.Machine {
+		rm = &remoteMachine{Machine: m}
+		return rm
+	})
+	s, sv := shardOf(t, testBundle(t, nil, echoes, 2), nil)
+	if _, err := r.RunShard(t.Context(), s); err != nil {
+		t.Fatalf("RunShard = %v", err)
+	}
+	want := map[string]string{"c1": transcript.Answered, "c2": transcript.Answered, "c3": transcript.Answered}
+	if diff := cmp.Diff(want, statuses(t, sv.results)); diff != "" {
+		t.Errorf("transcripts through the file server (-want +got):\n%s", diff)
+	}
+	if n := rm.copies.Load(); n != 0 {
+		t.Errorf("%d transcripts came back by CopyFrom, want every one through the file server", n)
 	}
 }
 

@@ -158,6 +158,9 @@ func (f *folder) Image() string   { return "" }
 
 func (f *folder) Remove(ctx context.Context) error { return os.RemoveAll(f.dir) }
 
+// CopiesCheaply: copying out of a folder of this machine is a file copy.
+func (f *folder) CopiesCheaply() bool { return true }
+
 // Exec runs argv as a child process in the folder. Its first element is the
 // program; the child sees "mst" as its name. When ctx ends the child is
 // stopped in steps: SIGTERM, then SIGKILL after the runner's stop grace.

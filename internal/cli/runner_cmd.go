@@ -410,9 +410,13 @@ func newMachineCmds(stdio Stdio) []*cobra.Command {
 	reg := builtin.Runners()
 	seen := map[string]bool{}
 	var cmds []*cobra.Command
+	lists := [][]runner.MachineCommand{runner.MachineRunnerCommands()}
 	for _, name := range reg.Names() {
 		d, _ := reg.Lookup(name)
-		for _, mc := range d.MachineCommands {
+		lists = append(lists, d.MachineCommands)
+	}
+	for _, list := range lists {
+		for _, mc := range list {
 			if seen[mc.Name] {
 				continue
 			}
