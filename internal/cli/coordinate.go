@@ -217,6 +217,14 @@ func serveCoordinator(ctx context.Context, bundle, secretsDir string) error {
 	if err != nil {
 		return err
 	}
+	// The machine's finish command runs last, however the coordinator
+	// ends: after its secrets are gone (deferred later, so run first).
+	defer finish(spec)
+	defer func() {
+		if secretsDir != "" {
+			os.RemoveAll(secretsDir)
+		}
+	}()
 	u, err := blobstore.Parse(spec.Results)
 	if err != nil {
 		return err
@@ -250,19 +258,21 @@ func serveCoordinator(ctx context.Context, bundle, secretsDir string) error {
 		return fmt.Errorf("writing the first status: %w", err)
 	}
 	say("started")
-	runErr := c.Run(ctx)
-	if secretsDir != "" {
-		os.RemoveAll(secretsDir)
+	return c.Run(ctx)
+}
+
+// finish runs the coordinator machine's finish command (which may end
+// this very process, as it removes the machine).
+func finish(spec *detach.Spec) {
+	if len(spec.Finish) == 0 {
+		return
 	}
-	if len(spec.Finish) > 0 {
-		fmt.Fprintf(os.Stdout, "%s mst coordinate: finishing: %s\n", time.Now().UTC().Format(time.RFC3339), strings.Join(spec.Finish, " "))
-		fin := exec.Command(spec.Finish[0], spec.Finish[1:]...)
-		fin.Env = append(os.Environ(), spec.Env...)
-		fin.Stdout, fin.Stderr = os.Stdout, os.Stdout
-		fin.Dir = "/"
-		if err := fin.Run(); err != nil {
-			fmt.Fprintf(os.Stdout, "mst coordinate: the finish command failed: %v\n", err)
-		}
+	fmt.Fprintf(os.Stdout, "%s mst coordinate: finishing: %s\n", time.Now().UTC().Format(time.RFC3339), strings.Join(spec.Finish, " "))
+	fin := exec.Command(spec.Finish[0], spec.Finish[1:]...)
+	fin.Env = append(os.Environ(), spec.Env...)
+	fin.Stdout, fin.Stderr = os.Stdout, os.Stdout
+	fin.Dir = "/"
+	if err := fin.Run(); err != nil {
+		fmt.Fprintf(os.Stdout, "mst coordinate: the finish command failed: %v\n", err)
 	}
-	return runErr
 }
