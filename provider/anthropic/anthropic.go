@@ -52,6 +52,8 @@ func New(model string, opts provider.Options) (provider.Provider, error) {
 		option.WithoutEnvironmentDefaults(),
 		option.WithAPIKey(opts.APIKey),
 		option.WithMaxRetries(retries),
+		// One pooled client for every request of the run (wire/http.go).
+		option.WithHTTPClient(wire.HTTPClient()),
 	}
 	if opts.BaseURL != "" {
 		if err := checkBaseURL(opts.BaseURL); err != nil {

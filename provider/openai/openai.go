@@ -67,6 +67,8 @@ func New(model string, opts provider.Options) (provider.Provider, error) {
 		option.WithEnvironmentProduction(),
 		option.WithMaxRetries(retries),
 		option.WithMiddleware(normalizeErrorBody),
+		// One pooled client for every request of the run (wire/http.go).
+		option.WithHTTPClient(wire.HTTPClient()),
 	}
 	if opts.BaseURL != "" {
 		u, err := url.Parse(opts.BaseURL)

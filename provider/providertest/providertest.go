@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -178,6 +179,7 @@ type Server struct {
 	faultUsed   int // requests Faults[faultIndex] has answered
 	inFlight    int
 	maxInFlight int
+	conns       int
 	ids         map[string]int
 }
 
@@ -211,11 +213,27 @@ func newServer(t testing.TB, s Script, hold func(ctx context.Context)) *Server {
 		"/v1/responses":        responsesFormat(),
 		"/v1/chat/completions": chatFormat(),
 	}
-	hs := httptest.NewServer(http.HandlerFunc(srv.serveHTTP))
+	hs := httptest.NewUnstartedServer(http.HandlerFunc(srv.serveHTTP))
+	hs.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			srv.mu.Lock()
+			srv.conns++
+			srv.mu.Unlock()
+		}
+	}
+	hs.Start()
 	srv.URL = hs.URL
 	t.Cleanup(hs.Close)
 	t.Cleanup(srv.gate.stop) // runs first: held requests end before Close waits for them
 	return srv
+}
+
+// Connections reports how many connections clients have opened to the
+// server so far.
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conns
 }
 
 // Requests returns a copy of every request received, in arrival order.
