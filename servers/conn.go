@@ -152,8 +152,15 @@ func (c *Conn) transport() (mcp.Transport, error) {
 	proctree.Group(cmd)
 	proctree.DieWithParent(cmd, syscall.SIGKILL)
 	c.cmd = cmd
-	return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil
+	return &mcp.CommandTransport{Command: cmd, TerminateDuration: stopGrace}, nil
 }
+
+// stopGrace is how long a stdio server gets to exit once its stdin is
+// closed, and again after SIGTERM, before it is killed. Many servers (Node
+// ones with a timer running, among them the npm everything server) never
+// exit on their stdin's end; every trial and every readiness check would
+// wait for them. A server that exits on its own does so well within it.
+const stopGrace = 250 * time.Millisecond
 
 func (c *Conn) startError(ctx context.Context, timeout time.Duration, doing string, err error) error {
 	s := c.Server
