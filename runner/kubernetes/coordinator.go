@@ -80,6 +80,11 @@ func CreateCoordinator(ctx context.Context, p runner.CoordinatorParams) (runner.
 	if err != nil {
 		return nil, err
 	}
+	// The user creates, watches, execs into and deletes the coordinator's
+	// pod with the rights its workers' pods need.
+	if err := k.checkRights(ctx); err != nil {
+		return nil, err
+	}
 	if err := k.reachable(ctx); err != nil {
 		return nil, err
 	}
@@ -109,12 +114,14 @@ func CreateCoordinator(ctx context.Context, p runner.CoordinatorParams) (runner.
 		}
 		return nil, fmt.Errorf("kubernetes runner: %w", err)
 	}
-	if _, err := k.run(ctx, nil, k.waitArgs(name, set.podTimeout)...); err != nil {
+	ready, err := k.run(ctx, nil, k.waitArgs(name, set.podTimeout)...)
+	if err != nil {
 		return fail(fmt.Errorf("the coordinator pod %s of %s was not Ready within %s (raise --runner-option podTimeout, or see why with kubectl describe pod -n %s %s): %w",
 			name, image, set.podTimeout, set.namespace, name, err))
 	}
-	if err := checkMST(ctx, k, name, image, set.mst, p.MSTVersion); err != nil {
-		return fail(fmt.Errorf("checking mst in the coordinator pod %s: %w", name, err))
+	c.image = pinImage(ready, image, logger.Info)
+	if err := checkImage(ctx, k, name, image, set, p.MSTVersion); err != nil {
+		return fail(fmt.Errorf("checking the image in the coordinator pod %s: %w", name, err))
 	}
 	if _, err := k.run(ctx, nil, k.execArgs(name, false, CoordinatorKubectl, "version", "--client")...); err != nil {
 		return fail(fmt.Errorf("the coordinator image %s has no kubectl on PATH that runs, and the coordinator starts the workers' pods with it (%w): "+

@@ -45,6 +45,12 @@ func kc(t *testing.T, stdin string, args ...string) (string, error) {
 // coordinator's account, Role and RoleBinding, for the test namespace.
 func docsRole(t *testing.T) string {
 	t.Helper()
+	return docsRoleIn(t, testNamespace)
+}
+
+// docsRoleIn is docsRole for the namespace ns.
+func docsRoleIn(t *testing.T, ns string) string {
+	t.Helper()
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "kubernetes.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +61,7 @@ func docsRole(t *testing.T) string {
 			if !strings.Contains(block, "namespace: evals\n") || !strings.Contains(block, "name: "+coordinatorAccount+"\n") {
 				t.Fatalf("the Role in docs/kubernetes.md is not for the account %s in the namespace evals:\n%s", coordinatorAccount, block)
 			}
-			return strings.ReplaceAll(block, "namespace: evals\n", "namespace: "+testNamespace+"\n")
+			return strings.ReplaceAll(block, "namespace: evals\n", "namespace: "+ns+"\n")
 		}
 	}
 	t.Fatal("docs/kubernetes.md has no yaml block with a Role")
@@ -82,6 +88,13 @@ func applyRole(t *testing.T) {
 // path. It holds file paths, not keys.
 func asCoordinator(t *testing.T) string {
 	t.Helper()
+	return asAccount(t, coordinatorAccount)
+}
+
+// asAccount is asCoordinator for the service account account of the test
+// namespace.
+func asAccount(t *testing.T, account string) string {
+	t.Helper()
 	out, err := kc(t, "", "config", "view", "--minify", "--output", "json")
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +108,7 @@ func asCoordinator(t *testing.T) string {
 		t.Fatalf("the tests' kubeconfig has %d users, want 1", len(users))
 	}
 	user := users[0].(map[string]any)["user"].(map[string]any)
-	user["as"] = "system:serviceaccount:" + testNamespace + ":" + coordinatorAccount
+	user["as"] = "system:serviceaccount:" + testNamespace + ":" + account
 	b, _ := json.Marshal(cfg)
 	file := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(file, b, 0o600); err != nil {

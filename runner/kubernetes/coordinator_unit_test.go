@@ -71,12 +71,13 @@ func TestCoordinatorManifest(t *testing.T) {
 					"serviceAccountName":            "mst-coordinator",
 					"automountServiceAccountToken":  true,
 					"terminationGracePeriodSeconds": float64(10),
+					"securityContext":               restrictedPod(DefaultUser, DefaultUser),
 					"containers": []any{map[string]any{
 						"name":            ContainerName,
 						"image":           "reg.example/coord:2",
 						"command":         []any{"/usr/local/bin/mst", "runner", "idle", "--deadline", tt.wantIdle},
 						"env":             []any{map[string]any{"name": "HOME", "value": "/tmp"}},
-						"securityContext": map[string]any{"allowPrivilegeEscalation": false},
+						"securityContext": restrictedContainer(),
 						"volumeMounts": []any{
 							map[string]any{"name": volumeWork, "mountPath": "/data"},
 							map[string]any{"name": volumeTmp, "mountPath": "/tmp"},

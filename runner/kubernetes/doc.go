@@ -5,17 +5,26 @@
 //
 // # Contract
 //
-// The runner needs kubectl on PATH, a cluster it can reach, and the right
-// to create, get, delete and exec into pods in the namespace. The worker
-// image must hold this MST version at the path the mst option gives
-// (/mst by default) and must be pullable by the cluster's nodes: the image
-// `mst runner setup docker` builds (mst-worker:<version>) is only on the
-// local Docker host, so a real cluster needs it pushed to a registry
-// (--runner-option image=REF) or loaded into the nodes (kind load,
-// minikube image load). Copies run tar inside the pod, and stopping a
+// The runner needs kubectl on PATH, a cluster it can reach, and in the
+// namespace the rights listed in Rights (create, get, list, watch and
+// delete on pods; create and get on pods/exec), which New checks with
+// kubectl auth can-i before anything starts. The worker image must hold
+// this MST version at the path the mst option gives (/mst by default) and
+// must be pullable by the cluster's nodes: the image `mst runner setup
+// docker` builds (mst-worker:<version>) is only on the local Docker host,
+// so a real cluster needs it pushed to a registry (--runner-option
+// image=REF) or loaded into the nodes (kind load, minikube image load).
+// Copies run tar inside the pod, which each new pod checks, and stopping a
 // cancelled command runs env there, so the image needs both (a busybox is
 // enough); the FROM-scratch image has neither, which is why the tar and env
 // options exist (see docs/kubernetes.md).
+//
+// Pods meet the restricted Pod Security Standard unless the podSecurity
+// option says baseline: they run as a uid other than root (DefaultUser
+// unless runAsUser names one), with every capability dropped, no privilege
+// escalation and the runtime's default seccomp profile. The placement
+// options (placement.go) add resources, a node selector, tolerations and
+// image pull secrets, to the workers' pods and the coordinator's alike.
 //
 // # Lifecycle
 //
@@ -24,10 +33,13 @@
 //
 //  1. kubectl create -f - makes a pod named mst-<run>-<shard>, labelled
 //     mst.run, mst.shard and mst.version, whose one container runs mst's
-//     hidden `runner idle` with no privilege escalation, an in-memory
+//     hidden `runner idle` as the security profile says, with an in-memory
 //     emptyDir at /run/mst (the worker's tokens) and emptyDirs at the work
-//     folder and /tmp; kubectl wait then waits for it to be Ready, and mst
-//     version run in it must print the coordinator's version;
+//     folder and /tmp; kubectl wait then waits for it to be Ready and
+//     prints it, whose status gives the digest of its image for run.json
+//     (Machine.Image: NAME@DIGEST, or the image as named when the cluster
+//     reports none); mst version run in it must print the coordinator's
+//     version, and tar must run;
 //  2. the bundle is copied to WORK/bundle as a tar stream piped into tar
 //     through kubectl exec -i;
 //  3. the worker runs as kubectl exec -i … mst collect, its stdin and

@@ -48,9 +48,10 @@ func (k *kubectl) createArgs() []string {
 	return k.args("create", "--filename", "-", "--output", "name")
 }
 
-// waitArgs waits for the pod to be Ready.
+// waitArgs waits for the pod to be Ready and prints it as JSON, which
+// says which image its container runs.
 func (k *kubectl) waitArgs(pod string, timeout time.Duration) []string {
-	return k.args("wait", "--for=condition=Ready", "pod/"+pod, "--timeout="+timeout.String())
+	return k.args("wait", "--for=condition=Ready", "pod/"+pod, "--timeout="+timeout.String(), "--output", "json")
 }
 
 // execArgs runs argv in the pod's worker container, with stdin attached

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/mst-eval/mst/runner"
@@ -30,6 +31,15 @@ const (
 	// runs as, and the image it runs, which must hold kubectl too.
 	OptionCoordinatorServiceAccount = "coordinatorServiceAccount"
 	OptionCoordinatorImage          = "coordinatorImage"
+	// The placement options (placement.go) apply to the workers' pods and
+	// to the coordinator's alike.
+	OptionPodSecurity      = "podSecurity"
+	OptionRunAsUser        = "runAsUser"
+	OptionRequests         = "requests"
+	OptionLimits           = "limits"
+	OptionNodeSelector     = "nodeSelector"
+	OptionTolerations      = "tolerations"
+	OptionImagePullSecrets = "imagePullSecrets"
 )
 
 // Defaults of the options.
@@ -74,7 +84,14 @@ const optionsSchema = `{"type":"object","additionalProperties":false,"required":
   "tar": {"type":"string","description":"tar program in the image, which the copies run.","default":"tar"},
   "env": {"type":"string","description":"env program in the image (such as /bin/env); with it a cancelled command is stopped inside the pod, without it only with the pod.","x-defaultDescription":"none"},
   "coordinatorServiceAccount": {"type":"string","description":"Service account a detached run's coordinator pod runs as (--detach needs it); it must be allowed to create, watch, exec into and delete pods in the namespace (docs/kubernetes.md has the Role).","x-defaultDescription":"none: --detach is refused"},
-  "coordinatorImage": {"type":"string","description":"Image a detached run's coordinator pod runs: this MST version at the mst path, kubectl on PATH, and tar.","x-defaultDescription":"the image option, when given"}
+  "coordinatorImage": {"type":"string","description":"Image a detached run's coordinator pod runs: this MST version at the mst path, kubectl on PATH, and tar.","x-defaultDescription":"the image option, when given"},
+  "podSecurity": {"type":"string","description":"Pod Security Standards profile the pods meet: restricted (a user other than root, no capabilities, RuntimeDefault seccomp) or baseline (the image's user, for images that must run as root).","default":"restricted"},
+  "runAsUser": {"type":"string","description":"Numeric uid, or uid:gid, the pods run as.","x-defaultDescription":"65532:65532 under restricted; the image's user under baseline"},
+  "requests": {"type":"string","description":"Resources each pod requests, NAME=QUANTITY separated by commas (cpu, memory, ephemeral-storage), such as cpu=500m,memory=1Gi.","x-defaultDescription":"none"},
+  "limits": {"type":"string","description":"Resource limits of each pod, as requests is written, such as cpu=2,memory=4Gi.","x-defaultDescription":"none"},
+  "nodeSelector": {"type":"string","description":"Node labels the pods' nodes must have, KEY=VALUE separated by commas, such as kubernetes.io/arch=amd64,pool=evals.","x-defaultDescription":"any node"},
+  "tolerations": {"type":"string","description":"Taints the pods tolerate, KEY[=VALUE][:EFFECT] separated by commas as kubectl taint writes them, such as dedicated=evals:NoSchedule.","x-defaultDescription":"none"},
+  "imagePullSecrets": {"type":"string","description":"Secrets of the namespace the nodes pull the images with, separated by commas.","x-defaultDescription":"none"}
 }}`
 
 // Definition is the kubernetes runner, for the built-in registry.
@@ -111,6 +128,8 @@ type settings struct {
 	// coordinator pod's (coordinator.go).
 	coordinatorServiceAccount string
 	coordinatorImage          string
+	// placement is the pods' security profile, resources and nodes.
+	placement placement
 }
 
 // dnsLabel is what Kubernetes accepts as a namespace or service account
@@ -171,11 +190,17 @@ func parseSettings(options map[string]string) (settings, error) {
 		}
 		s.podTimeout = d
 	}
+	p, err := parsePlacement(options)
+	if err != nil {
+		return s, err
+	}
+	s.placement = p
 	return s, nil
 }
 
-// New makes the kubernetes runner for one run: it checks the options and
-// that kubectl can list pods in the namespace.
+// New makes the kubernetes runner for one run: it checks the options, that
+// kubectl can list pods in the namespace, and that it has every one of
+// Rights there.
 func New(ctx context.Context, p runner.Params) (runner.Runner, error) {
 	set, err := parseSettings(p.Options)
 	if err != nil {
@@ -197,6 +222,9 @@ func New(ctx context.Context, p runner.Params) (runner.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := k.checkRights(ctx); err != nil {
+		return nil, err
+	}
 	if err := k.reachable(ctx); err != nil {
 		return nil, err
 	}
@@ -210,6 +238,8 @@ type kubeRunner struct {
 	version string
 	params  runner.Params
 	logger  *slog.Logger
+	// noDigest says once that the cluster reported no image digest.
+	noDigest sync.Once
 }
 
 // RunShard runs one shard in a new pod, named and labelled with the

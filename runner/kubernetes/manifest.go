@@ -85,13 +85,17 @@ type metadata struct {
 }
 
 type podBody struct {
-	RestartPolicy                 string      `json:"restartPolicy"`
-	ActiveDeadlineSeconds         int64       `json:"activeDeadlineSeconds,omitempty"`
-	ServiceAccountName            string      `json:"serviceAccountName,omitempty"`
-	AutomountServiceAccountToken  bool        `json:"automountServiceAccountToken"`
-	TerminationGracePeriodSeconds int         `json:"terminationGracePeriodSeconds"`
-	Containers                    []container `json:"containers"`
-	Volumes                       []volume    `json:"volumes"`
+	RestartPolicy                 string              `json:"restartPolicy"`
+	ActiveDeadlineSeconds         int64               `json:"activeDeadlineSeconds,omitempty"`
+	ServiceAccountName            string              `json:"serviceAccountName,omitempty"`
+	AutomountServiceAccountToken  bool                `json:"automountServiceAccountToken"`
+	TerminationGracePeriodSeconds int                 `json:"terminationGracePeriodSeconds"`
+	SecurityContext               *podSecurityContext `json:"securityContext,omitempty"`
+	NodeSelector                  map[string]string   `json:"nodeSelector,omitempty"`
+	Tolerations                   []toleration        `json:"tolerations,omitempty"`
+	ImagePullSecrets              []objectName        `json:"imagePullSecrets,omitempty"`
+	Containers                    []container         `json:"containers"`
+	Volumes                       []volume            `json:"volumes"`
 }
 
 type container struct {
@@ -99,8 +103,31 @@ type container struct {
 	Image           string          `json:"image"`
 	Command         []string        `json:"command"`
 	Env             []envVar        `json:"env"`
+	Resources       *resources      `json:"resources,omitempty"`
 	SecurityContext securityContext `json:"securityContext"`
 	VolumeMounts    []volumeMount   `json:"volumeMounts"`
+}
+
+// podSecurityContext is the pod's user and seccomp profile.
+type podSecurityContext struct {
+	RunAsNonRoot   bool            `json:"runAsNonRoot,omitempty"`
+	RunAsUser      *int64          `json:"runAsUser,omitempty"`
+	RunAsGroup     *int64          `json:"runAsGroup,omitempty"`
+	FSGroup        *int64          `json:"fsGroup,omitempty"`
+	SeccompProfile *seccompProfile `json:"seccompProfile,omitempty"`
+}
+
+type seccompProfile struct {
+	Type string `json:"type"`
+}
+
+type resources struct {
+	Requests map[string]string `json:"requests,omitempty"`
+	Limits   map[string]string `json:"limits,omitempty"`
+}
+
+type objectName struct {
+	Name string `json:"name"`
 }
 
 type envVar struct {
@@ -109,7 +136,12 @@ type envVar struct {
 }
 
 type securityContext struct {
-	AllowPrivilegeEscalation bool `json:"allowPrivilegeEscalation"`
+	AllowPrivilegeEscalation bool          `json:"allowPrivilegeEscalation"`
+	Capabilities             *capabilities `json:"capabilities,omitempty"`
+}
+
+type capabilities struct {
+	Drop []string `json:"drop"`
 }
 
 type volumeMount struct {
@@ -131,7 +163,9 @@ type emptyDir struct {
 // its one container running `mst runner idle` from image with no privilege
 // escalation, an in-memory emptyDir at /run/mst for the tokens and
 // emptyDirs at the work folder and /tmp (HOME), never restarted, and with
-// no API token unless a service account is named.
+// no API token unless a service account is named; the placement options
+// add its user, security profile, resources, node selector, tolerations
+// and pull secrets (placement.apply).
 func podManifest(name string, spec podSpec, set settings, image, version string) []byte {
 	m := manifest{
 		APIVersion: "v1",
@@ -169,6 +203,7 @@ func podManifest(name string, spec podSpec, set settings, image, version string)
 			},
 		},
 	}
+	set.placement.apply(&m.Spec)
 	b, err := json.Marshal(m)
 	if err != nil {
 		// The manifest holds only strings, numbers and booleans.
@@ -183,8 +218,9 @@ func podManifest(name string, spec podSpec, set settings, image, version string)
 // its token mounted, its one container (named as a worker's, so the
 // worker's exec and copies serve it) running `mst runner idle` from image
 // until the deadline, with no privilege escalation and emptyDirs at the
-// work folder and /tmp (HOME). Kubernetes ends it at the deadline by
-// itself (activeDeadlineSeconds), and never restarts it.
+// work folder and /tmp (HOME), and the placement options' fields as a
+// worker's pod has them. Kubernetes ends it at the deadline by itself
+// (activeDeadlineSeconds), and never restarts it.
 func coordinatorManifest(name, id string, set settings, image, version string, deadline time.Duration) []byte {
 	secs := int64((deadline + time.Second - 1) / time.Second)
 	m := manifest{
@@ -221,10 +257,43 @@ func coordinatorManifest(name, id string, set settings, image, version string, d
 			},
 		},
 	}
+	set.placement.apply(&m.Spec)
 	b, err := json.Marshal(m)
 	if err != nil {
 		// The manifest holds only strings, numbers and booleans.
 		panic(err)
 	}
 	return b
+}
+
+// apply sets the fields the placement options give on the pod body and its
+// one container. Under the restricted profile (the default, also when
+// podSecurity is "") the pod runs as the uid and gid, DefaultUser unless
+// runAsUser names others (the gid also owns its emptyDirs, through
+// fsGroup), as a user other than root, with the runtime's default seccomp profile, and its
+// container with every capability dropped; under the baseline profile only
+// a user the runAsUser option names is set.
+func (pl placement) apply(body *podBody) {
+	c := &body.Containers[0]
+	restricted := pl.podSecurity != PodSecurityBaseline
+	uid, gid, hasUser := pl.runAsUser, pl.runAsGroup, pl.hasUser
+	if restricted && !hasUser {
+		uid, gid, hasUser = DefaultUser, DefaultUser, true
+	}
+	if hasUser {
+		body.SecurityContext = &podSecurityContext{RunAsUser: &uid, RunAsGroup: &gid, FSGroup: &gid}
+	}
+	if restricted {
+		body.SecurityContext.RunAsNonRoot = true
+		body.SecurityContext.SeccompProfile = &seccompProfile{Type: "RuntimeDefault"}
+		c.SecurityContext.Capabilities = &capabilities{Drop: []string{"ALL"}}
+	}
+	if pl.requests != nil || pl.limits != nil {
+		c.Resources = &resources{Requests: pl.requests, Limits: pl.limits}
+	}
+	body.NodeSelector = pl.nodeSelector
+	body.Tolerations = pl.tolerations
+	for _, n := range pl.pullSecrets {
+		body.ImagePullSecrets = append(body.ImagePullSecrets, objectName{Name: n})
+	}
 }

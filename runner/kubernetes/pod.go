@@ -33,18 +33,69 @@ func (r *kubeRunner) create(ctx context.Context, spec podSpec) (runner.Machine, 
 		return nil, fmt.Errorf("creating the pod %s in the namespace %s: %w", name, r.set.namespace, err)
 	}
 	p := &pod{kubectl: k, name: name, image: r.image, set: r.set, grace: r.params.Grace(), logger: r.logger}
-	if _, err := k.run(ctx, nil, k.waitArgs(name, r.set.podTimeout)...); err != nil {
+	ready, err := k.run(ctx, nil, k.waitArgs(name, r.set.podTimeout)...)
+	if err != nil {
 		p.Remove(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("the pod %s of %s was not Ready within %s (raise --runner-option podTimeout, or see why with kubectl describe pod -n %s %s and keep=failed): %w",
 			name, r.image, r.set.podTimeout, r.set.namespace, name, err)
 	}
+	p.image = pinImage(ready, r.image, func(msg string, args ...any) {
+		// Said once a run: every pod runs the same image.
+		r.noDigest.Do(func() { r.logger.Info(msg, args...) })
+	})
 	// The worker's hello would catch another version too, but only after
 	// the bundle is copied; this says at once what is wrong with the image.
-	if err := checkMST(ctx, k, name, r.image, r.set.mst, r.version); err != nil {
+	if err := checkImage(ctx, k, name, r.image, r.set, r.version); err != nil {
 		p.Remove(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("checking mst in the pod %s: %w", name, err)
+		return nil, fmt.Errorf("checking the image in the pod %s: %w", name, err)
 	}
 	return p, nil
+}
+
+// pinImage is the image, pinned by digest, that run.json records for a
+// pod of the image ref, from the pod's JSON once it is Ready (out). When
+// the cluster reported no digest, it is ref, and say is told why.
+func pinImage(out, ref string, say func(msg string, args ...any)) string {
+	digest, imageID, err := containerDigest([]byte(out), ContainerName)
+	switch {
+	case err != nil:
+		say("the pod's status could not be read for its image's digest; run.json records the image as named", "image", ref, "err", err)
+	case digest == "" && imageID == "":
+		say("the cluster reported no digest of the pods' image (their status has no imageID, as on a cluster without real kubelets); run.json records the image as named", "image", ref)
+	case digest == "":
+		say("the cluster reported an imageID that holds no digest; run.json records the image as named", "image", ref, "imageID", imageID)
+	}
+	return pinnedImage(ref, digest)
+}
+
+// checkImage checks, at once, what the runner needs in the image of the
+// pod name: mst of the coordinator's version (checkMST) and tar
+// (checkTar).
+func checkImage(ctx context.Context, k *kubectl, name, image string, set settings, version string) error {
+	tarErr := make(chan error, 1)
+	go func() { tarErr <- checkTar(ctx, k, name, image, set) }()
+	mstErr := checkMST(ctx, k, name, image, set.mst, version)
+	if err := <-tarErr; mstErr == nil {
+		return err
+	}
+	return mstErr
+}
+
+// checkTarArgv archives the (empty, on a new pod) work folder to
+// /dev/null: what the copies ask of tar, with GNU tar and busybox alike.
+func checkTarArgv(set settings) []string {
+	return []string{set.tar, "-c", "-f", "/dev/null", "-C", set.workDir, "."}
+}
+
+// checkTar runs tar in the pod name of image, as the copies will, and
+// says what to do when it does not run: without tar in the image no file
+// goes in or out of the pod by CopyTo or CopyFrom, the bundle first.
+func checkTar(ctx context.Context, k *kubectl, name, image string, set settings) error {
+	if _, err := k.run(ctx, nil, k.execArgs(name, false, checkTarArgv(set)...)...); err != nil {
+		return fmt.Errorf("the image %s has no tar at %q that runs (%w): the runner copies files in and out of the pod, the bundle first, with tar there. "+
+			"Use an image that has tar, such as a Debian-based one or one with a static busybox, or name its tar with --runner-option %s=PATH", image, set.tar, err, OptionTar)
+	}
+	return nil
 }
 
 // checkMST runs `mst version` in the pod name of image, with mst at the

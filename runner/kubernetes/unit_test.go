@@ -26,7 +26,7 @@ func TestParseSettings(t *testing.T) {
 		{
 			name:    "defaults",
 			options: map[string]string{"namespace": "evals"},
-			want:    settings{namespace: "evals", mst: "/mst", workDir: "/work", podTimeout: 2 * time.Minute, tar: "tar"},
+			want:    settings{namespace: "evals", mst: "/mst", workDir: "/work", podTimeout: 2 * time.Minute, tar: "tar", placement: placement{podSecurity: "restricted"}},
 		},
 		{
 			name: "every option",
@@ -38,7 +38,7 @@ func TestParseSettings(t *testing.T) {
 			want: settings{
 				namespace: "evals", image: "reg.example/mst:2", mst: "/usr/local/bin/mst", context: "prod",
 				kubeconfig: "/home/me/.kube/other", serviceAccount: "mst-worker", workDir: "/data/work",
-				podTimeout: 5 * time.Minute, tar: "/bin/busybox-tar", env: "/usr/bin/env",
+				podTimeout: 5 * time.Minute, tar: "/bin/busybox-tar", env: "/usr/bin/env", placement: placement{podSecurity: "restricted"},
 			},
 		},
 		{name: "no namespace", options: map[string]string{}, wantErr: "no namespace"},
@@ -49,6 +49,7 @@ func TestParseSettings(t *testing.T) {
 		{name: "root workDir", options: map[string]string{"namespace": "e", "workDir": "/"}, wantErr: "cannot be the root"},
 		{name: "bad timeout", options: map[string]string{"namespace": "e", "podTimeout": "soon"}, wantErr: "podTimeout=soon"},
 		{name: "zero timeout", options: map[string]string{"namespace": "e", "podTimeout": "0s"}, wantErr: "podTimeout=0s"},
+		{name: "bad placement", options: map[string]string{"namespace": "e", "limits": "cpu=lots"}, wantErr: "limits=cpu=lots"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,7 +63,7 @@ func TestParseSettings(t *testing.T) {
 			if err != nil {
 				t.Fatalf("parseSettings(%v) = %v", tt.options, err)
 			}
-			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(settings{})); diff != "" {
+			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(settings{}, placement{})); diff != "" {
 				t.Errorf("parseSettings(%v) (-want +got):\n%s", tt.options, diff)
 			}
 		})
@@ -85,7 +86,8 @@ func TestDefinition(t *testing.T) {
 	for n := range schema.Properties {
 		names = append(names, n)
 	}
-	want := []string{OptionContext, OptionCoordinatorImage, OptionCoordinatorServiceAccount, OptionEnv, OptionImage, OptionKubeconfig, OptionMST, OptionNamespace, OptionPodTimeout, OptionServiceAccount, OptionTar, OptionWorkDir}
+	want := []string{OptionContext, OptionCoordinatorImage, OptionCoordinatorServiceAccount, OptionEnv, OptionImage, OptionImagePullSecrets, OptionKubeconfig, OptionLimits, OptionMST,
+		OptionNamespace, OptionNodeSelector, OptionPodSecurity, OptionPodTimeout, OptionRequests, OptionRunAsUser, OptionServiceAccount, OptionTar, OptionTolerations, OptionWorkDir}
 	sort.Strings(names)
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("options in the schema (-want +got):\n%s", diff)
@@ -140,12 +142,13 @@ func TestPodManifest(t *testing.T) {
 			"restartPolicy":                 "Never",
 			"automountServiceAccountToken":  false,
 			"terminationGracePeriodSeconds": float64(10),
+			"securityContext":               restrictedPod(65532, 65532),
 			"containers": []any{map[string]any{
 				"name":            "worker",
 				"image":           image,
 				"command":         []any{mst, "runner", "idle"},
 				"env":             []any{map[string]any{"name": "HOME", "value": "/tmp"}},
-				"securityContext": map[string]any{"allowPrivilegeEscalation": false},
+				"securityContext": restrictedContainer(),
 				"volumeMounts": []any{
 					map[string]any{"name": "mst-run", "mountPath": "/run/mst"},
 					map[string]any{"name": "work", "mountPath": work},
@@ -179,6 +182,8 @@ func TestPodManifest(t *testing.T) {
 		image   string
 		version string
 		want    map[string]any
+		// change, when set, changes want's spec and its container.
+		change func(spec, container map[string]any)
 	}{
 		{
 			name: "defaults", spec: podSpec{run: "r1", shard: 2, attempt: 1}, set: base,
@@ -191,6 +196,48 @@ func TestPodManifest(t *testing.T) {
 			want: pod("mst-r2-0", "reg.example/w:1", "/opt/mst", "/data", "r2", "0", "1.2.3",
 				map[string]any{"serviceAccountName": "runner-sa", "automountServiceAccountToken": true}),
 		},
+		{
+			name: "restricted, another user, placed", spec: podSpec{run: "r3", shard: 1, attempt: 1},
+			set: withPlacement(t, base, map[string]string{
+				"runAsUser": "1000:2000", "requests": "cpu=500m,memory=1Gi", "limits": "memory=2Gi",
+				"nodeSelector": "pool=evals", "tolerations": "dedicated=evals:NoSchedule,gpu", "imagePullSecrets": "regcred",
+			}),
+			image: "w", version: "1",
+			want: pod("mst-r3-1", "w", "/mst", "/work", "r3", "1", "1", nil),
+			change: func(spec, c map[string]any) {
+				spec["securityContext"] = restrictedPod(1000, 2000)
+				spec["nodeSelector"] = map[string]any{"pool": "evals"}
+				spec["tolerations"] = []any{
+					map[string]any{"key": "dedicated", "operator": "Equal", "value": "evals", "effect": "NoSchedule"},
+					map[string]any{"key": "gpu", "operator": "Exists"},
+				}
+				spec["imagePullSecrets"] = []any{map[string]any{"name": "regcred"}}
+				c["resources"] = map[string]any{
+					"requests": map[string]any{"cpu": "500m", "memory": "1Gi"},
+					"limits":   map[string]any{"memory": "2Gi"},
+				}
+			},
+		},
+		{
+			name: "baseline", spec: podSpec{run: "r4", shard: 0, attempt: 1},
+			set:   withPlacement(t, base, map[string]string{"podSecurity": "baseline"}),
+			image: "w", version: "1",
+			want: pod("mst-r4-0", "w", "/mst", "/work", "r4", "0", "1", nil),
+			change: func(spec, c map[string]any) {
+				delete(spec, "securityContext")
+				c["securityContext"] = map[string]any{"allowPrivilegeEscalation": false}
+			},
+		},
+		{
+			name: "baseline as root", spec: podSpec{run: "r5", shard: 0, attempt: 1},
+			set:   withPlacement(t, base, map[string]string{"podSecurity": "baseline", "runAsUser": "0"}),
+			image: "w", version: "1",
+			want: pod("mst-r5-0", "w", "/mst", "/work", "r5", "0", "1", nil),
+			change: func(spec, c map[string]any) {
+				spec["securityContext"] = map[string]any{"runAsUser": float64(0), "runAsGroup": float64(0), "fsGroup": float64(0)}
+				c["securityContext"] = map[string]any{"allowPrivilegeEscalation": false}
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -199,11 +246,41 @@ func TestPodManifest(t *testing.T) {
 			if err := json.Unmarshal(b, &got); err != nil {
 				t.Fatalf("the manifest is not JSON: %v\n%s", err, b)
 			}
+			if tt.change != nil {
+				spec := tt.want["spec"].(map[string]any)
+				tt.change(spec, spec["containers"].([]any)[0].(map[string]any))
+			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("podManifest (-want +got):\n%s", diff)
 			}
 		})
 	}
+}
+
+// restrictedPod is a pod's securityContext under the restricted profile,
+// as JSON decodes it.
+func restrictedPod(uid, gid int) map[string]any {
+	return map[string]any{
+		"runAsNonRoot": true, "runAsUser": float64(uid), "runAsGroup": float64(gid), "fsGroup": float64(gid),
+		"seccompProfile": map[string]any{"type": "RuntimeDefault"},
+	}
+}
+
+// restrictedContainer is a container's securityContext under the
+// restricted profile.
+func restrictedContainer() map[string]any {
+	return map[string]any{"allowPrivilegeEscalation": false, "capabilities": map[string]any{"drop": []any{"ALL"}}}
+}
+
+// withPlacement is set with the placement options.
+func withPlacement(t *testing.T, set settings, options map[string]string) settings {
+	t.Helper()
+	p, err := parsePlacement(options)
+	if err != nil {
+		t.Fatalf("parsePlacement(%v) = %v", options, err)
+	}
+	set.placement = p
+	return set
 }
 
 func TestKubectlArgs(t *testing.T) {
@@ -216,7 +293,10 @@ func TestKubectlArgs(t *testing.T) {
 	}{
 		{"create", plain.createArgs(), []string{"--namespace", "evals", "create", "--filename", "-", "--output", "name"}},
 		{"create with context", full.createArgs(), []string{"--kubeconfig", "/k/config", "--context", "kind-mst", "--namespace", "evals", "create", "--filename", "-", "--output", "name"}},
-		{"wait", plain.waitArgs("mst-r-0", 90*time.Second), []string{"--namespace", "evals", "wait", "--for=condition=Ready", "pod/mst-r-0", "--timeout=1m30s"}},
+		{"wait", plain.waitArgs("mst-r-0", 90*time.Second), []string{"--namespace", "evals", "wait", "--for=condition=Ready", "pod/mst-r-0", "--timeout=1m30s", "--output", "json"}},
+		{"can-i", full.canIArgs(Right{"watch", "pods"}), []string{"--kubeconfig", "/k/config", "--context", "kind-mst", "--namespace", "evals", "auth", "can-i", "watch", "pods"}},
+		{"can-i a subresource", plain.canIArgs(Right{"create", "pods/exec"}), []string{"--namespace", "evals", "auth", "can-i", "create", "pods", "--subresource=exec"}},
+		{"check tar", checkTarArgv(settings{tar: "/bin/tar", workDir: "/data/work"}), []string{"/bin/tar", "-c", "-f", "/dev/null", "-C", "/data/work", "."}},
 		{"exec with stdin", plain.execArgs("mst-r-0", true, "/mst", "collect", "--bundle", "/work/bundle"),
 			[]string{"--namespace", "evals", "exec", "--stdin", "mst-r-0", "--container", "worker", "--", "/mst", "collect", "--bundle", "/work/bundle"}},
 		{"exec without stdin", full.execArgs("mst-r-0", false, "/mst", "version"),
