@@ -99,9 +99,14 @@ func TestCoordinatorManifest(t *testing.T) {
 			}
 		})
 	}
-	// A worker's manifest gains no deadline.
+	// A worker's manifest has the machines' deadline, when it is given
+	// one: Kubernetes ends the pod, and its idle process exits, then.
 	if b := podManifest("mst-r-0", podSpec{run: "r", attempt: 1}, set, "img", "1"); strings.Contains(string(b), "activeDeadlineSeconds") {
-		t.Errorf("a worker pod's manifest has a deadline: %s", b)
+		t.Errorf("a worker pod given no deadline has one: %s", b)
+	}
+	b := string(podManifest("mst-r-0", podSpec{run: "r", attempt: 1, deadline: 72*time.Hour + 500*time.Millisecond}, set, "img", "1"))
+	if !strings.Contains(b, `"activeDeadlineSeconds":259201`) || !strings.Contains(b, `"idle","--deadline","72h0m0.5s"`) {
+		t.Errorf("a worker pod's manifest lacks its deadline: %s", b)
 	}
 }
 

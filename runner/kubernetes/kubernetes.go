@@ -245,7 +245,7 @@ type kubeRunner struct {
 // RunShard runs one shard in a new pod, named and labelled with the
 // shard's run and attempt.
 func (r *kubeRunner) RunShard(ctx context.Context, s runner.Shard) (runner.ShardReport, error) {
-	spec := podSpec{run: s.Run, attempt: max(s.Attempt, 1), grade: s.Work == "grade"}
+	spec := podSpec{run: s.Run, attempt: max(s.Attempt, 1), grade: s.Work == "grade", deadline: r.params.MachineDeadline()}
 	create := func(ctx context.Context, i int) (runner.Machine, error) {
 		spec := spec
 		spec.shard = i

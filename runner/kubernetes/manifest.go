@@ -18,6 +18,9 @@ type podSpec struct {
 	// suffix, when set, is added to the name because a kept pod of an
 	// earlier attempt holds it.
 	suffix string
+	// deadline is how long the pod may live (runner.Params.Deadline):
+	// Kubernetes ends it then, and its main process exits; zero, never.
+	deadline time.Duration
 }
 
 var notNameChar = regexp.MustCompile(`[^a-z0-9-]+`)
@@ -181,13 +184,14 @@ func podManifest(name string, spec podSpec, set settings, image, version string)
 		},
 		Spec: podBody{
 			RestartPolicy:                 "Never",
+			ActiveDeadlineSeconds:         int64((spec.deadline + time.Second - 1) / time.Second),
 			ServiceAccountName:            set.serviceAccount,
 			AutomountServiceAccountToken:  set.serviceAccount != "",
 			TerminationGracePeriodSeconds: 10,
 			Containers: []container{{
 				Name:            ContainerName,
 				Image:           image,
-				Command:         []string{set.mst, "runner", "idle"},
+				Command:         idleCommand(set.mst, spec.deadline),
 				Env:             []envVar{{Name: "HOME", Value: "/tmp"}},
 				SecurityContext: securityContext{AllowPrivilegeEscalation: false},
 				VolumeMounts: []volumeMount{
@@ -210,6 +214,15 @@ func podManifest(name string, spec podSpec, set settings, image, version string)
 		panic(err)
 	}
 	return b
+}
+
+// idleCommand is a pod's main process: mst runner idle, until the
+// deadline when there is one.
+func idleCommand(mst string, deadline time.Duration) []string {
+	if deadline <= 0 {
+		return []string{mst, "runner", "idle"}
+	}
+	return []string{mst, "runner", "idle", "--deadline", deadline.String()}
 }
 
 // coordinatorManifest is the Pod, as JSON for kubectl create -f -, of a
