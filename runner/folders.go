@@ -17,13 +17,22 @@ const ownerFile = proctree.OwnerFile
 
 // folderKinds are the prefixes of the folders MST makes in the temporary
 // folder, with what each holds.
-var folderKinds = []struct{ prefix, what string }{
-	{"mst-bundles-", "the coordinator's bundles"},
-	{"mst-shards-", "the processes runner's shard folders"},
-	{"mst-work-", "a local worker's work folder"},
-	{"mst-worker-", "a worker's work folder"},
-	{"mst-fetch-", "files fetched from a worker"},
-	{"mst-tokens-", "a worker's token files"},
+// sweep says SweepFolders removes such a folder once its process has
+// ended: it holds nothing a person may want to look at.
+var folderKinds = []struct {
+	prefix, what string
+	sweep        bool
+}{
+	{"mst-bundles-", "the coordinator's bundles", true},
+	{"mst-shards-", "the processes runner's shard folders", false},
+	{"mst-work-", "a local worker's work folder", true},
+	{"mst-worker-", "a worker's work folder", true},
+	{"mst-fetch-", "files fetched from a worker", true},
+	{"mst-tokens-", "a worker's token files", true},
+	{"mst-grade-", "a grade runner's bundles", true},
+	{"mst-detach-", "a detached run's bundle, as it was sent", true},
+	{"mst-coordinator-", "a detached run's coordinator folder (processes runner)", false},
+	{"mst-secrets-", "a detached run's coordinator's private secrets", true},
 }
 
 // MarkFolder writes, into a folder MST made for a while, a file naming
@@ -101,6 +110,37 @@ func FolderLeftovers(ctx context.Context, runID string) ([]Leftover, error) {
 	}
 	consider(runTokens, "a worker's token files")
 	return out, ctx.Err()
+}
+
+// SweepFolders removes the folders of this machine that MST processes
+// made for a while and left when they were killed (bundles, fetched
+// files, work and token folders), as mst runner cleanup --all would; it
+// leaves the processes runner's shard folders, which keep may have kept
+// for a person to look at. Every mst run calls it first. It returns the
+// folders it removed.
+func SweepFolders(ctx context.Context) []string {
+	var removed []string
+	for _, root := range folderRoots() {
+		entries, err := os.ReadDir(root)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if !e.IsDir() || !strings.HasPrefix(e.Name(), "mst-") {
+				continue
+			}
+			for _, k := range folderKinds {
+				if !k.sweep || !strings.HasPrefix(e.Name(), k.prefix) {
+					continue
+				}
+				dir := filepath.Join(root, e.Name())
+				if l, ok := folderLeftover(dir, k.what, ""); ok && RemoveFolder(ctx, l) == nil {
+					removed = append(removed, dir)
+				}
+			}
+		}
+	}
+	return removed
 }
 
 // folderLeftover is dir as a leftover, when its owner file names a process

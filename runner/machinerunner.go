@@ -61,6 +61,7 @@ func (r *machineRunner) RunShard(ctx context.Context, s Shard) (rep ShardReport,
 	defer func() {
 		if r.keep == KeepAlways || (r.keep == KeepFailed && err != nil) {
 			r.logger.Info("keeping the machine", "shard", i, "machine", m.ID())
+			rep.Kept = true
 			return
 		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)

@@ -84,7 +84,11 @@ type SetupParams struct {
 	// MSTVersion is this mst's version (what a worker image is tagged
 	// with).
 	MSTVersion string
-	Logger     *slog.Logger
+	// With names parts of a worker image with a userland (setup's --with,
+	// each value a comma-separated list); a runner that builds no such
+	// image refuses it.
+	With   []string
+	Logger *slog.Logger
 	// Out receives progress meant for the user.
 	Out io.Writer
 }
@@ -126,10 +130,28 @@ type Params struct {
 	// before it is stopped, and then again between SIGTERM and SIGKILL;
 	// zero means DefaultStopGrace. Tests set it small.
 	StopGrace time.Duration
+	// Deadline is how long each machine may live: a runner that creates
+	// machines makes them end by themselves after it (a container's main
+	// process, a pod's activeDeadlineSeconds, a VM's maximum run time), so
+	// a coordinator that dies leaves nothing behind for long. Zero means
+	// DefaultMachineDeadline.
+	Deadline time.Duration
 	// Heartbeat, when not zero, is how often the workers MachineRunner
 	// starts send heartbeats (`mst collect --heartbeat D`); zero leaves the
 	// worker's default. Tests set it small.
 	Heartbeat time.Duration
+}
+
+// DefaultMachineDeadline is how long a machine lives at most when the run
+// gives no deadline of its own (mst run --deadline).
+const DefaultMachineDeadline = 72 * time.Hour
+
+// MachineDeadline is p.Deadline, or DefaultMachineDeadline when it is zero.
+func (p Params) MachineDeadline() time.Duration {
+	if p.Deadline > 0 {
+		return p.Deadline
+	}
+	return DefaultMachineDeadline
 }
 
 // Grace is p.StopGrace, or DefaultStopGrace when it is zero.
@@ -201,6 +223,9 @@ type HostPaths struct {
 type ShardReport struct {
 	Machine string
 	Image   string
+	// Kept says the machine was kept after its shard (keep=failed or
+	// always): mst runner cleanup removes it.
+	Kept bool
 }
 
 // Runner runs the shards of one run.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/mst-eval/mst/detach"
 	"github.com/mst-eval/mst/internal/atomicfile"
+	"github.com/mst-eval/mst/internal/proctree"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/store/blobstore"
@@ -168,13 +169,15 @@ func privateSecrets(id, content string, names []string) (string, error) {
 	if st, err := os.Stat(root); err != nil || !st.IsDir() {
 		return "", fmt.Errorf("mst coordinate: this machine has no memory-backed /dev/shm, where the coordinator keeps the secrets file's values so they never reach a disk: give the coordinator machine one")
 	}
-	dir, err := os.MkdirTemp(root, "mst-coordinator-")
+	dir, err := os.MkdirTemp(root, "mst-secrets-")
 	if err != nil {
 		return "", fmt.Errorf("mst coordinate: %w", err)
 	}
-	if err := os.Chmod(dir, 0o700); err != nil {
+	// Marked, so that once its coordinator is gone however it went, the
+	// next mst run (or mst runner cleanup) removes it.
+	if err := os.Chmod(dir, 0o700); err != nil || proctree.MarkOwner(dir, id) != nil {
 		os.RemoveAll(dir)
-		return "", err
+		return "", fmt.Errorf("mst coordinate: cannot make the private folder %s", dir)
 	}
 	if err := os.WriteFile(filepath.Join(dir, secretsName), []byte(content), 0o600); err != nil {
 		os.RemoveAll(dir)
@@ -245,6 +248,19 @@ func serveCoordinator(ctx context.Context, bundle, secretsDir string) error {
 		}
 		for k, v := range set.Env() {
 			c.SecretsEnv = append(c.SecretsEnv, k+"="+v)
+		}
+	}
+	// A work folder marked with an owner (a processes runner's folder),
+	// and the private secrets folder, are this process's now, not the
+	// launching one's, which ends: a sweep leaves them while it runs.
+	for _, dir := range []string{spec.WorkDir, secretsDir} {
+		if dir == "" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, proctree.OwnerFile)); err == nil {
+			if err := proctree.MarkOwner(dir, spec.ID); err != nil {
+				return err
+			}
 		}
 	}
 	// Where a runner's watchdog looks for the process it stops at the

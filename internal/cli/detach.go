@@ -189,7 +189,7 @@ func launchDetached(ctx context.Context, stdout, stderr io.Writer, l detachLaunc
 	s.Heartbeat, s.LogEvery = detach.Duration(l.flags.heartbeat), detach.Duration(l.flags.logEvery)
 	s.Secrets = l.secretNames
 
-	bundle, err := os.MkdirTemp("", "mst-detach-")
+	bundle, err := runner.TempFolder("mst-detach-", s.ID)
 	if err != nil {
 		return err
 	}

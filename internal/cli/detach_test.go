@@ -46,7 +46,7 @@ type detached struct {
 // test began.
 func (d *detached) newShm() []string {
 	var out []string
-	all, _ := filepath.Glob("/dev/shm/mst-coordinator-*")
+	all, _ := filepath.Glob("/dev/shm/mst-secrets-*")
 	for _, p := range all {
 		if !d.shm[p] {
 			out = append(out, p)
@@ -68,7 +68,7 @@ func newDetached(t *testing.T, cases map[string]string, order []string) *detache
 	d := &detached{t: t, dir: dir, results: "gs://" + name + "/team", bucket: g.OpenBucket(t, name), marks: filepath.Join(dir, "marks")}
 	os.Mkdir(d.marks, 0o755)
 	d.shm = map[string]bool{}
-	before, _ := filepath.Glob("/dev/shm/mst-coordinator-*")
+	before, _ := filepath.Glob("/dev/shm/mst-secrets-*")
 	for _, p := range before {
 		d.shm[p] = true
 	}
@@ -228,7 +228,9 @@ func (d *detached) stopAll() {
 // killTree kills pid and every process under it at once, as a machine
 // that dies does.
 func killTree(pid int) {
-	pids := append(proctree.Descendants(pid), pid)
+	// The tree is read first; the coordinator goes first, so it cannot
+	// write a word about the deaths of the others.
+	pids := append([]int{pid}, proctree.Descendants(pid)...)
 	for _, p := range pids {
 		syscall.Kill(p, syscall.SIGKILL)
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/mst-eval/mst/internal/builtin"
 	"github.com/mst-eval/mst/run"
 	"github.com/mst-eval/mst/runner"
-	"github.com/mst-eval/mst/store"
 )
 
 // newRunnerCmd is `mst runner`: list the runners, set one up, and clean up
@@ -145,6 +144,7 @@ func newRunnerSetupCmd(stdio Stdio) *cobra.Command {
 	var (
 		options []string
 		mst     string
+		with    []string
 		verbose bool
 	)
 	cmd := &cobra.Command{
@@ -158,10 +158,16 @@ architecture:
   CGO_ENABLED=0 go build -o bin/ ./cmd/mst
   bin/mst runner setup docker
 
+With --with LIST, the docker runner builds a Debian worker image instead,
+with Node 22 and the npm MCP servers and CLI clients LIST names (such as
+node,claude-code,codex-cli,gemini-cli,everything), tags it
+mst-worker:<version>-… and prints the --runner-option image=… to run in it.
+
 With --runner-option image=REF, the docker runner builds nothing and checks
 that the image holds a runnable mst.`,
 		Example: `  mst runner setup docker
   mst runner setup docker --mst bin/linux-arm64/mst
+  mst runner setup docker --with claude-code,everything
   mst runner setup docker --runner-option image=registry.example/mst-cowork:1.4`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -174,6 +180,9 @@ that the image holds a runnable mst.`,
 				return withCode(ExitUsage, err)
 			}
 			if def.Setup == nil {
+				if len(with) > 0 {
+					return withCode(ExitUsage, fmt.Errorf("--with: the %s runner builds no worker image; only the docker runner takes --with", def.Name))
+				}
 				fmt.Fprintf(stdio.Out, "the %s runner needs no setup\n", def.Name)
 				return nil
 			}
@@ -184,12 +193,13 @@ that the image holds a runnable mst.`,
 			}
 			// A runner's errors name the runner already.
 			return def.Setup(cmd.Context(), runner.SetupParams{
-				Options: chosen.Options, MST: mst, MSTVersion: Version, Logger: newLogger(stdio.Err, verbose), Out: stdio.Out,
+				Options: chosen.Options, MST: mst, MSTVersion: Version, With: with, Logger: newLogger(stdio.Err, verbose), Out: stdio.Out,
 			})
 		},
 	}
 	cmd.Flags().StringArrayVar(&options, "runner-option", nil, "runner setting as key=value (repeat), as mst run takes them")
 	cmd.Flags().StringVar(&mst, "mst", "", "the mst binary to put on the runner's machines (default: this one)")
+	cmd.Flags().StringArrayVar(&with, "with", nil, "docker: build a Debian worker image with these parts, comma-separated (node, claude-code, codex-cli, gemini-cli, everything, filesystem; see docs/docker.md)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log details on stderr")
 	return cmd
 }
@@ -215,6 +225,7 @@ func newRunnerCleanupCmd(stdio Stdio) *cobra.Command {
 		asJSON     bool
 		all        bool
 		verbose    bool
+		results    string
 	)
 	cmd := &cobra.Command{
 		Use:   "cleanup [RUN]",
@@ -250,8 +261,9 @@ folder), detail, removed and error.`,
 			runID := ""
 			if len(args) == 1 {
 				runID = args[0]
-				// A run folder names its run and its runner.
-				if st, err := store.OpenRunDir(args[0], nil); err == nil {
+				// A stored run (its folder, its id in --results, its URL)
+				// names its run and its runner.
+				if st, err := openRun(ctx, args[0], results, nil); err == nil {
 					rec, err := st.ReadRun(ctx)
 					if err != nil {
 						return err
@@ -363,7 +375,8 @@ folder), detail, removed and error.`,
 			return errors.Join(errs...)
 		},
 	}
-	cmd.Flags().StringVar(&runnerName, "runner", "", "ask only this runner (default: the run folder's, else every runner)")
+	cmd.Flags().StringVar(&runnerName, "runner", "", "ask only this runner (default: the stored run's, else every runner)")
+	cmd.Flags().StringVar(&results, "results", "", "where runs are kept, to find RUN by id (a folder, gs://… or s3://…; default ./mst-results)")
 	cmd.Flags().StringArrayVar(&options, "runner-option", nil, "runner setting as key=value (repeat), with --runner")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was found (and removed) as JSON")
 	cmd.Flags().BoolVar(&all, "all", false, "without RUN, remove the machines of every run")

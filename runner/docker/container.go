@@ -61,7 +61,9 @@ func (r *dockerRunner) create(ctx context.Context, spec containerSpec) (runner.M
 		for _, m := range spec.mounts {
 			a = append(a, "--mount", "type=bind,source="+m+",target="+m+",readonly")
 		}
-		return append(a, "--entrypoint", r.set.mst, r.img.id, "runner", "idle")
+		// The container ends by itself at the machine's deadline, so one
+		// a dead coordinator left goes away.
+		return append(a, "--entrypoint", r.set.mst, r.img.id, "runner", "idle", "--deadline", r.params.MachineDeadline().String())
 	}
 	_, err := r.cli.Run(ctx, nil, args(name)...)
 	if err != nil && says(err, "already in use") {

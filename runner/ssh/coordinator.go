@@ -523,11 +523,10 @@ func gcloudCoordinator(ctx context.Context, p runner.CoordinatorParams) (_ runne
 // cloud-platform scope (its roles then say what it may do), deleted by
 // Compute Engine after deadline, and labelled with the detached run's id.
 func coordinatorCreateArgs(o gcloudOptions, name, id string, deadline time.Duration) []string {
-	secs := int64((deadline + time.Second - 1) / time.Second)
 	a := vmArgs(o, name)
-	return append(a, "--service-account="+o.CoordinatorSA, "--scopes=cloud-platform",
-		"--max-run-duration="+strconv.FormatInt(secs, 10)+"s", "--instance-termination-action=DELETE",
-		"--labels=mst-detached="+labelValue(id), "--quiet")
+	a = append(a, "--service-account="+o.CoordinatorSA, "--scopes=cloud-platform")
+	a = append(a, maxRunArgs(deadline)...)
+	return append(a, "--labels=mst-detached="+labelValue(id), "--quiet")
 }
 
 // coordinatorName names a detached run's VM: mst-coordinator-ID in the

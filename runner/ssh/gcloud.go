@@ -137,9 +137,18 @@ func (o gcloudOptions) scope() []string {
 }
 
 // createArgs creates shard's VM, labelled with its run and shard.
-func createArgs(o gcloudOptions, name, runID string, shard int) []string {
+func createArgs(o gcloudOptions, name, runID string, shard int, deadline time.Duration) []string {
 	a := vmArgs(o, name)
+	a = append(a, maxRunArgs(deadline)...)
 	return append(a, "--labels=mst-run="+labelValue(runID)+",mst-shard="+strconv.Itoa(shard), "--quiet")
+}
+
+// maxRunArgs make Compute Engine delete a VM once it has run for
+// deadline (rounded up to a second, within the 30 s to 120 days it takes).
+func maxRunArgs(deadline time.Duration) []string {
+	deadline = min(max(deadline, 30*time.Second), 120*24*time.Hour)
+	secs := int64((deadline + time.Second - 1) / time.Second)
+	return []string{"--max-run-duration=" + strconv.FormatInt(secs, 10) + "s", "--instance-termination-action=DELETE"}
 }
 
 // vmArgs are the start of a create command, what every VM of the runner
@@ -297,7 +306,7 @@ func (r *gcloudRunner) RunShard(ctx context.Context, s runner.Shard) (runner.Sha
 func (r *gcloudRunner) create(ctx context.Context, runID string, attempt, i int, grading bool) (*machine, error) {
 	o := r.opts
 	name := instanceName(runID, i, attempt, grading)
-	m, err := readyVM(ctx, o, name, createArgs(o, name, runID, i), folderName(runID, i, attempt, grading), r.local, r.logger, "the VM")
+	m, err := readyVM(ctx, o, name, createArgs(o, name, runID, i, r.params.MachineDeadline()), folderName(runID, i, attempt, grading), r.local, r.logger, "the VM")
 	if err != nil {
 		return nil, err
 	}

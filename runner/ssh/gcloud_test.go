@@ -40,17 +40,17 @@ func TestGcloudArgs(t *testing.T) {
 	}{
 		{
 			name: "create with defaults",
-			got:  createArgs(def, "mst-quickstart-s0", "quickstart-20261201-070000-abcdef", 0),
+			got:  createArgs(def, "mst-quickstart-s0", "quickstart-20261201-070000-abcdef", 0, 72*time.Hour),
 			want: []string{"compute", "instances", "create", "mst-quickstart-s0", "--project=acme-evals", "--zone=europe-west4-a",
 				"--machine-type=e2-standard-4", "--image-family=debian-12", "--image-project=debian-cloud",
-				"--labels=mst-run=quickstart-20261201-070000-abcdef,mst-shard=0", "--quiet"},
+				"--max-run-duration=259200s", "--instance-termination-action=DELETE", "--labels=mst-run=quickstart-20261201-070000-abcdef,mst-shard=0", "--quiet"},
 		},
 		{
-			name: "create with every option",
-			got:  createArgs(custom, "mst-r-s3", "R", 3),
+			name: "create with every option, a deadline shorter than Compute Engine takes",
+			got:  createArgs(custom, "mst-r-s3", "R", 3, 10*time.Second),
 			want: []string{"compute", "instances", "create", "mst-r-s3", "--project=acme-evals", "--zone=europe-west4-a",
 				"--machine-type=n2-standard-8", "--image=mst-worker-7", "--image-project=acme-images",
-				"--network=evals", "--subnet=evals-eu", "--no-address", "--labels=mst-run=r,mst-shard=3", "--quiet"},
+				"--network=evals", "--subnet=evals-eu", "--no-address", "--max-run-duration=30s", "--instance-termination-action=DELETE", "--labels=mst-run=r,mst-shard=3", "--quiet"},
 		},
 		{
 			name: "create a coordinator VM",
