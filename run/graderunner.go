@@ -137,7 +137,7 @@ func (e *gradeEvents) check(m *shard.Graded, data []byte) (grade.TrialGrade, err
 }
 
 // grade grades the trials keys of the run st on the runner: it splits them
-// into shards by case (shard.Assign), sends each shard its transcripts
+// into shards by case (CaseShards), sends each shard its transcripts
 // and graders, and hands every grade that comes back, checked, to emit
 // (from one goroutine at a time). A trial whose grade does not come back
 // (its shard was lost, the run was interrupted) stays ungraded: graded
@@ -219,8 +219,9 @@ func (g *GradeOn) bundles(ctx context.Context, st store.Run, rec transcript.Run,
 	}
 	work := make([]*shard.GradeWork, n)
 	facts := make(map[transcript.Key]grade.Summary, len(keys))
+	where := CaseShards(keys, n) // balanced, as trials are (split.go)
 	for _, k := range keys {
-		i := shard.Assign(k.Case, n)
+		i := where[k.Case]
 		t, err := st.ReadTranscript(ctx, k)
 		if errors.Is(err, store.ErrNotFound) {
 			continue // cut short by a crash: the trial is missing

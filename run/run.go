@@ -75,6 +75,9 @@ type Options struct {
 	// a worker gets to end once its stdin closes); zero means the
 	// defaults. Tests set them short.
 	Heartbeat, Silence, StopGrace time.Duration
+	// MachineDeadline is how long each machine the runner creates may
+	// live (runner.Params.Deadline); zero is the runner's default.
+	MachineDeadline time.Duration
 	// Credentials is the credential store that holds the grants of the
 	// plan's connector servers (mst auth); the coordinator mints their
 	// access tokens from it for the workers. nil: workers get none, and
@@ -118,6 +121,7 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	rn, err := o.Runner.New(ctx, runner.Params{
 		Options: o.Chosen.Options, Shards: o.Chosen.Shards, Keep: o.Chosen.Keep, Logger: o.Logger,
 		MST: o.MST, MSTVersion: o.MSTVersion, Secrets: o.Secrets, StopGrace: o.StopGrace, Heartbeat: o.Heartbeat,
+		Deadline:  o.MachineDeadline,
 		InProcess: inProcess(func() store.Run { return st }, o, o.Runner.Name),
 	})
 	if err != nil {
@@ -174,8 +178,9 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	}
 	rec.Runner = transcript.RunnerInfo{
 		Name: o.Runner.Name, Options: o.Chosen.Options, Shards: o.Chosen.Shards, Keep: o.Chosen.Keep,
-		Machines: rec.Runner.Machines, ShardTrials: ShardTrials(p.Keys, o.Chosen.Shards),
+		Machines: rec.Runner.Machines,
 	}
+	rec.Runner.Split, rec.Runner.ShardTrials = p.splitOf(o.Chosen.Shards, o.Logger) // split.go
 	rec.Counts.Planned = len(p.Keys)
 	if err := st.WriteRun(ctx, rec); err != nil {
 		return nil, err
@@ -387,7 +392,7 @@ func inProcess(results func() store.Run, o Options, runnerName string) runner.In
 	}
 }
 
-// split puts the trials into shards by case (shard.Assign), each bundle
+// split puts the trials into shards by case (placement, split.go), each bundle
 // holding only its own cases and settings. Empty shards are left out.
 func (p *Plan) split(rec transcript.Run, keys []transcript.Key, n int) []*shard.Bundle {
 	byCase := make(map[string]*dataset.Case, len(p.Cases))
@@ -401,8 +406,9 @@ func (p *Plan) split(rec transcript.Run, keys []transcript.Key, n int) []*shard.
 		settings map[int]int // plan's index → bundle's
 	}
 	accs := make([]*acc, n)
+	where, _ := p.placement(rec.Runner.Split, keys, n)
 	for _, k := range keys {
-		i := shard.Assign(k.Case, n)
+		i := where[k.Case]
 		a := accs[i]
 		if a == nil {
 			a = &acc{b: &shard.Bundle{Run: rec, Shard: i, Concurrency: p.Config.Limits.Concurrency}, cases: map[string]bool{}, settings: map[int]int{}}
@@ -471,7 +477,7 @@ func (p *Plan) replaced() map[transcript.Key]bool {
 }
 
 func machineRecord(b *shard.Bundle, rep runner.ShardReport, res shard.ShardResult, err error, ctx context.Context, attempt int) transcript.Machine {
-	m := transcript.Machine{Shard: b.Shard, ID: rep.Machine, Image: rep.Image, Trials: len(b.Trials), Attempt: attempt, Ended: "done"}
+	m := transcript.Machine{Shard: b.Shard, ID: rep.Machine, Image: rep.Image, Trials: len(b.Trials), Attempt: attempt, Ended: "done", Kept: rep.Kept}
 	if h := res.Hello; h != nil {
 		m.MSTVersion, m.ClientVersions, m.OS = h.MSTVersion, h.ClientVersions, h.OS
 	}
@@ -550,13 +556,12 @@ func (c *collector) Trial(shardIndex int, m *shard.Trial, data []byte) {
 	ctx := context.Background() // a trial reported after Ctrl-C is still kept
 	t, err := c.take(ctx, m.Key, data)
 	if err != nil {
-		// The trial stays missing, but how it ended still counts towards
-		// stopping its variant.
-		c.observe(m.Key, m.Status, m.Cause, "")
+		// The trial stays missing; how it ended counted towards stopping
+		// its variant when it was reported (Reported).
 		c.logger.Warn("a trial's transcript could not be stored; it stays missing", "shard", shardIndex, "trial", m.Key.String(), "err", err)
 		return
 	}
-	c.observe(m.Key, m.Status, m.Cause, t.Outcome.Detail)
+	c.describe(m.Key, t.Outcome.Detail)
 	c.traces.Trial(t)
 	c.mu.Lock()
 	c.n++

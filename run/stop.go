@@ -109,13 +109,42 @@ func (g *StopGate) Observe(variant, status, cause, detail string) {
 		return
 	}
 	v.settled = true
+	v.reason = g.reasonOf(variant, v)
+	g.stopped = append(g.stopped, StoppedVariant{Variant: variant, Cause: v.cause, Detail: v.detail, Reason: v.reason})
+}
+
+func (g *StopGate) reasonOf(variant string, v *variantStart) string {
 	what := v.cause
 	if v.detail != "" {
 		what += ": " + v.detail
 	}
-	v.reason = fmt.Sprintf("variant %s stopped: its first %d trials all errored (%s); the other variants kept running. Once the cause is fixed, a resume of run %s runs the skipped trials (mst run prints the command)",
+	return fmt.Sprintf("variant %s stopped: its first %d trials all errored (%s); the other variants kept running. Once the cause is fixed, a resume of run %s runs the skipped trials (mst run prints the command)",
 		variant, StopAfter, what, g.runID)
-	g.stopped = append(g.stopped, StoppedVariant{Variant: variant, Cause: v.cause, Detail: v.detail, Reason: v.reason})
+}
+
+// Describe gives the error message of a trial of variant that Observe
+// counted without one (it counts a trial as its worker reports it, before
+// its transcript is back): the first one known is what a stop quotes.
+func (g *StopGate) Describe(variant, detail string) {
+	if detail == "" {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	v := g.variants[variant]
+	if v == nil || v.cause == "" || v.detail != "" {
+		return
+	}
+	v.detail = g.shorten(detail)
+	if v.reason == "" {
+		return
+	}
+	v.reason = g.reasonOf(variant, v)
+	for i := range g.stopped {
+		if g.stopped[i].Variant == variant {
+			g.stopped[i].Detail, g.stopped[i].Reason = v.detail, v.reason
+		}
+	}
 }
 
 // maxDetail bounds the error message a stop reason quotes, in runes.
@@ -160,6 +189,25 @@ func (c *collector) stoppedVariants() []StoppedVariant {
 		return nil
 	}
 	return g.Stopped()
+}
+
+// Reported counts a trial towards stopping its variant as its worker
+// reports it, in the shard's message loop (shard.Reporter): before the
+// shard's next trial can be granted, so a stop takes effect at once
+// however long the transcript takes to come back.
+func (c *collector) Reported(shardIndex int, m *shard.Trial) {
+	c.observe(m.Key, m.Status, m.Cause, "")
+}
+
+// describe gives the stop gate a trial's error message once its
+// transcript is back.
+func (c *collector) describe(key transcript.Key, detail string) {
+	c.mu.Lock()
+	g := c.stop
+	c.mu.Unlock()
+	if g != nil {
+		g.Describe(key.Variant, detail)
+	}
 }
 
 // observe feeds a reported trial to the stop gate, if there is one.

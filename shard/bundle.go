@@ -222,9 +222,10 @@ func (b *Bundle) check() error {
 	return nil
 }
 
-// Assign returns the shard of a case among n: fnv64a(caseID) mod n. The
-// rule is stable across versions, so a resumed run and a rerun agree on
-// where each case goes, and a case's variants and trials stay together.
+// Assign returns the shard of a case among n: fnv64a(caseID) mod n. It is
+// how runs were split before run.CaseShards dealt cases evenly (run.json's
+// "fnv64a-mod"), so a resume of such a run still finds where each case
+// went; grade shards use it too. The rule never changes.
 func Assign(caseID string, n int) int {
 	if n <= 1 {
 		return 0

@@ -34,6 +34,15 @@ type Events interface {
 	Trial(shard int, m *Trial, data []byte)
 }
 
+// Reporter is implemented by Events that count a trial as soon as its
+// worker reports it: Reported is called in the shard's message loop, in
+// order, before the trial's transcript is fetched and before the shard's
+// next message is read (so before its next trial can be granted). Trial
+// is still called once the transcript is back.
+type Reporter interface {
+	Reported(shard int, m *Trial)
+}
+
 // GradeEvents receive what grade shards report. Graded is called as
 // Events.Trial is: in order for each shard, several shards at once; data is the grade's
 // bytes as fetched back from the worker's machine (grade.TrialGrade as
@@ -403,6 +412,9 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 				}
 				delete(acquired, m.Acquire)
 				reported[m.Key] = true
+				if r, ok := c.Events.(Reporter); ok {
+					r.Reported(shard, m)
+				}
 				release(m.Acquire)
 				if m.Path == "" {
 					logger.Warn("the worker could not store a trial's transcript; it stays missing", "shard", shard, "trial", m.Key.String())

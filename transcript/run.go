@@ -81,9 +81,47 @@ type RunnerInfo struct {
 	// Machines has one entry per shard that ran, latest attempt last.
 	Machines []Machine `json:"machines,omitempty"`
 	// ShardTrials is, for a run of more than one shard, how many of the
-	// run's planned trials the case-hash split gives each shard, by shard
-	// index: a shard given none has 0 here and no machine.
+	// run's planned trials the split gives each shard at the latest
+	// attempt's shard count, by shard index: a shard given none has 0 here
+	// and no machine.
 	ShardTrials []int `json:"shardTrials,omitempty"`
+	// Split is how the first attempt put the run's cases on its shards;
+	// a resume with as many shards puts each case it still runs there.
+	// Nil in a run.json written before MST recorded it: read it with
+	// RecordedSplit.
+	Split *Split `json:"split,omitempty"`
+}
+
+// Split methods: how a run's cases were put on its shards.
+const (
+	// SplitDeal orders the cases by trials (most first), then by
+	// fnv64a(case id), then by id, and deals each to the shard with the
+	// fewest trials so far (the lowest index among equals). It depends on
+	// nothing but the case ids, their trial counts and the shard count.
+	SplitDeal = "fnv64a-deal"
+	// SplitMod puts a case on shard fnv64a(case id) mod shards: how every
+	// run recorded before SplitDeal was split.
+	SplitMod = "fnv64a-mod"
+)
+
+// Split records a run's split without listing its cases: the method,
+// applied to the run's stored cases and trials per case over Shards,
+// gives every case's shard again. Digest is a check of that result (see
+// run.CaseShards), so a resume knows when it cannot be reproduced.
+type Split struct {
+	Method string `json:"method"`
+	Shards int    `json:"shards"`
+	Digest string `json:"digest,omitempty"`
+}
+
+// RecordedSplit is the run's split: Split, or for a run.json written
+// before MST recorded it, the rule such runs were split by (SplitMod over
+// the recorded shard count).
+func (r RunnerInfo) RecordedSplit() Split {
+	if r.Split != nil {
+		return *r.Split
+	}
+	return Split{Method: SplitMod, Shards: max(r.Shards, 1)}
 }
 
 // Machine records one shard's machine and how the shard ended.
@@ -107,6 +145,9 @@ type Machine struct {
 	CleanupOK bool `json:"cleanupOk"`
 	// Attempt counts from 1: a resumed run's shards are attempt 2 and on.
 	Attempt int `json:"attempt,omitempty"`
+	// Kept says the machine was kept after its shard (keep=failed or
+	// always); mst runner cleanup RUN removes it.
+	Kept bool `json:"kept,omitempty"`
 }
 
 // Selection records the subset of the eval a run was asked for.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"slices"
@@ -233,6 +234,9 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 		fmt.Fprintf(stderr, "resuming %s as it was started: %s\n", stored.ID, describeRunner(runnerName, pairs))
 	}
 	logger := newLogger(stderr, f.verbose)
+	// What an MST process of this machine left when it was killed (its
+	// bundles, fetched files, work and token folders) goes now.
+	runner.SweepFolders(ctx)
 	if f.detach.detach {
 		return detachRun(ctx, stdout, stderr, f, plan, rdef, chosen, pairs, resumed, logger)
 	}
@@ -276,6 +280,7 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 		Runner: rdef, Chosen: chosen, Secrets: set, Redact: redact,
 		Progress: progress, Logger: logger,
 		MSTVersion: Version, MST: []string{exe}, GradeOn: gradeOn, Credentials: creds,
+		MachineDeadline: machineDeadline(f.deadline),
 	})
 	// hint is the command that finishes the run (resumehint.go).
 	hint := func(extra ...string) string {
@@ -308,6 +313,7 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 		}
 	}
 	fmt.Fprintf(stderr, "results: %s\n", out.Store.Location())
+	sayKept(stderr, out)
 	writeRunHTML(ctx, out, stderr, redact)
 	if ctx.Err() != nil {
 		return withCode(ExitInterrupted, fmt.Errorf("interrupted: the run is partial; its finished trials are kept in %s; finish it with %s", out.Store.Location(), hint()))
@@ -459,4 +465,31 @@ func connectorStore(ctx context.Context, plan *run.Plan, f *storeFlags, logger *
 		return nil, withCode(ExitUsage, errors.New(strings.Join(bad, "\n")))
 	}
 	return st, nil
+}
+
+// machineDeadline is how long the run's machines may live: its --deadline
+// and an hour more, or the runners' default.
+func machineDeadline(deadline time.Duration) time.Duration {
+	if deadline > 0 {
+		return deadline + time.Hour
+	}
+	return 0
+}
+
+// sayKept names the machines keep kept, and how to remove them.
+func sayKept(w io.Writer, out *run.Outcome) {
+	var kept []string
+	for _, m := range out.Run.Runner.Machines {
+		if m.Kept {
+			kept = append(kept, m.ID)
+		}
+	}
+	if len(kept) == 0 {
+		return
+	}
+	what := "machine"
+	if len(kept) > 1 {
+		what = "machines"
+	}
+	fmt.Fprintf(w, "kept %d %s (keep=%s): %s\nremove them with: mst runner cleanup %s\n", len(kept), what, out.Run.Runner.Keep, strings.Join(kept, ", "), shellQuote(out.Store.Location()))
 }

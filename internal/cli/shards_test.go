@@ -27,7 +27,7 @@ import (
 	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/internal/cli"
 	"github.com/mst-eval/mst/provider/providertest"
-	"github.com/mst-eval/mst/shard"
+	"github.com/mst-eval/mst/run"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
 )
@@ -163,18 +163,25 @@ func testWorkerKilled(t *testing.T, shards int) {
 	g := newProviderGate(t, fake.URL, "HOLD-victim", "HOLD-other")
 
 	// The victim case runs on the shard whose worker is killed; the other
-	// held case on another shard, which must finish after the kill.
-	victim := shard.Assign("slow", shards)
+	// held case on another shard, which must finish after the kill. The
+	// split deals the whole set of cases (run.CaseShards), so where a case
+	// goes is worked out for each candidate set.
+	var where map[string]int
 	other := ""
 	for i := 0; other == ""; i++ {
-		if id := fmt.Sprintf("wait-%d", i); shard.Assign(id, shards) != victim {
+		id := fmt.Sprintf("wait-%d", i)
+		var keys []transcript.Key
+		for _, c := range append([]string{"slow", id}, splitQIDs...) {
+			keys = append(keys, transcript.Key{Case: c, Variant: "v", Trial: 1}, transcript.Key{Case: c, Variant: "v", Trial: 2})
+		}
+		if where = run.CaseShards(keys, shards); where[id] != where["slow"] {
 			other = id
 		}
 	}
+	victim := where["slow"]
 	cases := []string{`{"id": "slow", "input": "HOLD-victim: answer when you can"}`, fmt.Sprintf(`{"id": %q, "input": "HOLD-other: answer when you can"}`, other)}
 	ids := []string{"slow", other}
-	for i := 1; i <= 10; i++ {
-		id := fmt.Sprintf("q%02d", i)
+	for _, id := range splitQIDs {
 		ids = append(ids, id)
 		cases = append(cases, fmt.Sprintf(`{"id": %q, "input": "say hello to %s"}`, id, id))
 	}
@@ -263,7 +270,7 @@ limits: {concurrency: 4}
 	}
 	wantEnded := map[int]string{}
 	for _, id := range ids {
-		wantEnded[shard.Assign(id, shards)] = "done"
+		wantEnded[where[id]] = "done"
 	}
 	wantEnded[victim] = "lost"
 	if diff := cmp.Diff(wantEnded, ended); diff != "" {
@@ -291,7 +298,7 @@ limits: {concurrency: 4}
 	var wantMachines []attemptShard
 	perShard := map[int]int{}
 	for _, id := range ids {
-		perShard[shard.Assign(id, shards)] += 2
+		perShard[where[id]] += 2
 	}
 	for s, n := range perShard {
 		wantMachines = append(wantMachines, attemptShard{1, s, n})
@@ -318,6 +325,9 @@ limits: {concurrency: 4}
 		t.Errorf("the run grades %d trials, want %d", len(seen), planned)
 	}
 }
+
+// splitQIDs are the quick cases of testWorkerKilled.
+var splitQIDs = []string{"q01", "q02", "q03", "q04", "q05", "q06", "q07", "q08", "q09", "q10"}
 
 // workerPID finds the one `mst collect` whose bundle is in shardDir, with
 // pgrep, so only this test's worker is ever signalled.
@@ -349,11 +359,15 @@ func TestShardsProviderLimit(t *testing.T) {
 		Conversations: []providertest.Conversation{{Turns: []providertest.Turn{{Text: "ok"}}}},
 	})
 	var cases []string
-	shardsUsed := map[int]bool{}
+	var keys []transcript.Key
 	for i := 1; i <= 16; i++ {
 		id := fmt.Sprintf("c%02d", i)
-		shardsUsed[shard.Assign(id, 4)] = true
+		keys = append(keys, transcript.Key{Case: id, Variant: "v", Trial: 1})
 		cases = append(cases, fmt.Sprintf(`{"id": %q, "input": "say hello to %s"}`, id, id))
+	}
+	shardsUsed := map[int]bool{}
+	for _, s := range run.CaseShards(keys, 4) {
+		shardsUsed[s] = true
 	}
 	writeTestFile(t, dir, "cases.jsonl", strings.Join(cases, "\n")+"\n")
 	writeTestFile(t, dir, "eval.yaml", fmt.Sprintf(`name: limited
