@@ -8,6 +8,10 @@
 // version: FROM scratch, with this mst binary at /mst, tagged
 // mst-worker:<version>. The binary must be a static Linux build for the
 // Docker host's architecture; Setup says how to build one when it is not.
+// With --with (SetupParams.With) it builds instead a worker image with a
+// userland from the Dockerfiles in images/: Debian slim with mst, and Node
+// 22 with the npm servers and CLIs named, installed by npm on the machine
+// that runs setup (userland.go).
 // With --runner-option image=REF a run uses an image of its own instead:
 // any Linux image, labelled or not, that holds the same MST version (at
 // /mst, or where the mst option says).

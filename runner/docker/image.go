@@ -166,6 +166,11 @@ func checkVersion(ctx context.Context, c *clicmd.CLI, img image, mst, version, a
 // mismatch says that the image holds another mst than the coordinator's,
 // and what to do about it.
 func mismatch(ref, mst, found, version, arch string) string {
+	if names, ok := userlandOfTag(ref, found); ok {
+		return fmt.Sprintf("the image %s holds mst %s, and this coordinator is mst %s: the workers must run the coordinator's version. "+
+			"Build the same image for this version with `mst runner setup docker --with %s` and pass --runner-option image=%s",
+			ref, found, version, strings.Join(names, ","), userlandImage(version, mustParseWith(names)))
+	}
 	return fmt.Sprintf("the image %s holds mst %s at %s, and this coordinator is mst %s: the workers must run the coordinator's version. "+
 		"Build the worker image of this version with `mst runner setup docker` and leave out --runner-option image, "+
 		"or put mst %s in your image (%s) and name its path with --runner-option mst=PATH",
@@ -199,16 +204,27 @@ func warnStale(img image, exe, arch string, logger *slog.Logger) {
 	if err != nil || sum == img.binary {
 		return
 	}
-	logger.Warn("the worker image was built from another mst binary than this one: run `mst runner setup docker` to rebuild it", "image", img.ref)
+	logger.Warn("the worker image was built from another mst binary than this one: run `mst runner setup docker` to rebuild it (with the same --with list for an image with a userland)", "image", img.ref)
 }
 
 // Setup builds the worker image from the mst binary p.MST: a static Linux
-// binary for the Docker host's architecture. With the image option it
-// builds nothing, and checks that the image holds a runnable mst.
+// binary for the Docker host's architecture. With p.With it builds the
+// Debian worker image and, for node and npm packages, a Node image on top
+// of it instead (userland.go). With the image option it builds nothing,
+// and checks that the image holds a runnable mst.
 func Setup(ctx context.Context, p runner.SetupParams) error {
 	set, err := parseSettings(p.Options)
 	if err != nil {
 		return err
+	}
+	var parts []Userland
+	if len(p.With) > 0 {
+		if parts, err = parseWith(p.With); err != nil {
+			return err
+		}
+		if set.image != "" {
+			return fmt.Errorf("docker runner: --with builds a worker image and --runner-option image=%s names one built already: give one or the other", set.image)
+		}
 	}
 	out, logger := p.Out, p.Logger
 	if out == nil {
@@ -246,6 +262,9 @@ func Setup(ctx context.Context, p runner.SetupParams) error {
 	sum, err := fileSHA256(p.MST)
 	if err != nil {
 		return err
+	}
+	if parts != nil {
+		return setupUserland(ctx, c, p, parts, arch, sum, out, logger)
 	}
 	dir, err := os.MkdirTemp("", "mst-worker-image-")
 	if err != nil {
