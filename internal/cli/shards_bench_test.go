@@ -21,7 +21,8 @@ import (
 //	DOCKER_HOST=$(scripts/dockerd start) go test ./internal/cli/ -run '^$' -bench ShardOverhead -benchtime 1x
 //
 // Each trial calls mcp-testserver's echo tool and makes two model requests
-// of at least 50 ms, one trial per case. Each setting runs twice, with 3
+// of at least 50 ms, one trial per case, one trial at a time in a shard
+// (limits.concurrency is per shard). Each setting runs twice, with 3
 // and with 9 cases per shard; the difference in wall time, over the 6 more
 // trials per shard, is the time a trial takes in a shard (start-up, which
 // both runs pay, drops out), and overhead is that minus the 100 ms of the
@@ -49,8 +50,8 @@ servers:
   test: {command: %q}
 variants:
   v: {model: openai/gpt-test, clientOptions: {baseURL: %q, api: chat, maxRetries: 0}}
-limits: {concurrency: %d}
-`, filepath.Join(tools, "mcp-testserver"), fake.URL+"/v1", shards)), 0o644)
+limits: {concurrency: 1}
+`, filepath.Join(tools, "mcp-testserver"), fake.URL+"/v1")), 0o644)
 		args := []string{"run", filepath.Join(dir, "eval.yaml"), "--json", "--results", filepath.Join(dir, "results"),
 			"--runner", rn, "--runner-option", fmt.Sprintf("shards=%d", shards)}
 		if rn == "docker" {
@@ -79,6 +80,7 @@ limits: {concurrency: %d}
 				over := perTrial - float64((2 * latency).Milliseconds())
 				ideal := time.Duration(9*shards) * 2 * latency / time.Duration(shards)
 				overhead[fmt.Sprintf("%s/%d", rn, shards)] = over
+				overhead[fmt.Sprintf("%s/%d/trial", rn, shards)] = perTrial
 				b.ReportMetric(perTrial, "ms/trial")
 				b.ReportMetric(over, "ms-overhead/trial")
 				b.ReportMetric(ideal.Seconds()/large.Seconds(), "efficiency")
@@ -86,7 +88,8 @@ limits: {concurrency: %d}
 			})
 		}
 		if p, d := overhead[fmt.Sprintf("processes/%d", shards)], overhead[fmt.Sprintf("docker/%d", shards)]; p != 0 || d != 0 {
-			fmt.Printf("shards=%d: overhead per trial: processes %.0f ms, docker %.0f ms, docker adds %.0f ms a trial\n", shards, p, d, d-p)
+			pt, dt := overhead[fmt.Sprintf("processes/%d/trial", shards)], overhead[fmt.Sprintf("docker/%d/trial", shards)]
+			fmt.Printf("shards=%d: overhead per trial: processes %.0f ms, docker %.0f ms, docker adds %.0f ms a trial; a trial takes %.1f ms on docker, %.1f ms on processes: ratio %.3f\n", shards, p, d, d-p, dt, pt, dt/pt)
 		}
 	}
 }
