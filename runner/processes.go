@@ -34,7 +34,9 @@ func ProcessesDefinition() *Definition {
 		Options: json.RawMessage(`{"type":"object","additionalProperties":false,"properties":{
   "dir": {"type":"string","description":"Folder that holds the shards' folders (default: a new temporary folder)."}
 }}`),
-		MaxShards: 4 * runtime.NumCPU(),
+		// A shard is a worker process and its servers and client, which
+		// mostly wait on a model: memory bounds them, not cores.
+		MaxShards: MachineShards(4*runtime.NumCPU(), 256<<20, ""),
 		// The shard folders in a folder the user gave (dir) are found
 		// here; those in a temporary folder, by mst runner cleanup's
 		// search of the temporary folder.

@@ -44,8 +44,10 @@ const (
 	LabelBinary = "mst.binary"
 )
 
-// MaxShards is the most containers one run starts at once on one Docker
-// host.
+// MaxShards is the fewest containers one run may start at once on one
+// Docker host; a machine with more memory than 16 containers of 512 MiB
+// need offers more (runner.MachineShards), counting this machine's memory
+// (the Docker host's, when it is this machine).
 const MaxShards = 16
 
 const optionsSchema = `{"type":"object","additionalProperties":false,"properties":{
@@ -64,7 +66,7 @@ func Definition() *runner.Definition {
 		Description: "Runs each shard in a container of its own on a Docker host (run mst runner setup docker first).",
 		OS:          "linux",
 		Options:     json.RawMessage(optionsSchema),
-		MaxShards:   MaxShards,
+		MaxShards:   runner.MachineShards(MaxShards, 512<<20, ""),
 		New:         New,
 		Setup:       Setup,
 		Leftovers:   Leftovers,
