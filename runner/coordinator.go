@@ -2,7 +2,11 @@ package runner
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"log/slog"
+	"regexp"
+	"strings"
 	"time"
 )
 
@@ -84,3 +88,24 @@ type CreateCoordinator func(ctx context.Context, p CoordinatorParams) (Coordinat
 // DefaultCoordinatorDeadline is how long a coordinator machine lives at
 // most when the run gives no deadline of its own.
 const DefaultCoordinatorDeadline = 24 * time.Hour
+
+// nonDNS matches the runs of characters a DNS label cannot hold.
+var nonDNS = regexp.MustCompile(`[^a-z0-9]+`)
+
+// CoordinatorName names a detached run's coordinator machine where names
+// are DNS labels (a pod, a VM): mst-coordinator-ID lower-cased, every run
+// of other characters replaced by '-', at most 63 long. An id too long to
+// fit is cut, and a hash of the whole id keeps such names apart; an id of
+// no usable character is its hash.
+func CoordinatorName(id string) string {
+	const prefix = "mst-coordinator-"
+	s := strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(id), "-"), "-")
+	sum := sha256.Sum256([]byte(id))
+	switch room := 63 - len(prefix); {
+	case s == "":
+		s = hex.EncodeToString(sum[:3])
+	case len(s) > room:
+		s = strings.TrimRight(s[:room-7], "-") + "-" + hex.EncodeToString(sum[:3])
+	}
+	return prefix + s
+}

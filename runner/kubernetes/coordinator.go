@@ -3,13 +3,10 @@ package kubernetes
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/mst-eval/mst/runner"
@@ -149,22 +146,8 @@ func coordinatorImage(set settings) (string, error) {
 		"the coordinator pod starts the workers' pods with kubectl, and MST's own worker image (mst runner setup docker) has none", OptionCoordinatorImage, set.mst)
 }
 
-// coordinatorName is mst-coordinator-<id>, lower-cased, with every run of
-// characters a pod name cannot hold replaced by '-', at most 63 long (a
-// pod's hostname is its name): an id too long to fit is cut, and a hash of
-// the whole id keeps the names of such ids apart.
-func coordinatorName(id string) string {
-	const prefix = "mst-coordinator-"
-	s := strings.Trim(notNameChar.ReplaceAllString(strings.ToLower(id), "-"), "-")
-	sum := sha256.Sum256([]byte(id))
-	switch room := 63 - len(prefix); {
-	case s == "":
-		s = hex.EncodeToString(sum[:3])
-	case len(s) > room:
-		s = strings.TrimRight(s[:room-7], "-") + "-" + hex.EncodeToString(sum[:3])
-	}
-	return prefix + s
-}
+// coordinatorName is runner.CoordinatorName.
+func coordinatorName(id string) string { return runner.CoordinatorName(id) }
 
 // coordinatorPod is a detached run's coordinator machine. Exec, CopyTo and
 // CopyFrom are a worker pod's (under `mst runner relay`).

@@ -16,7 +16,7 @@ func TestCoordinatorName(t *testing.T) {
 	long := strings.Repeat("a", 80)
 	cases := map[string]string{
 		"ev-20260101-120000-abc123": "mst-coordinator-ev-20260101-120000-abc123",
-		"My_Eval.v2--x":             "mst-coordinator-my-eval-v2--x",
+		"My_Eval.v2--x":             "mst-coordinator-my-eval-v2-x",
 		"--x--":                     "mst-coordinator-x",
 	}
 	for id, want := range cases {

@@ -2,8 +2,6 @@ package ssh
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -529,21 +527,8 @@ func coordinatorCreateArgs(o gcloudOptions, name, id string, deadline time.Durat
 	return append(a, "--labels=mst-detached="+labelValue(id), "--quiet")
 }
 
-// coordinatorName names a detached run's VM: mst-coordinator-ID in the
-// characters Compute Engine allows, at most 63 long; an id too long to fit
-// is cut and a hash of it keeps names apart.
-func coordinatorName(id string) string {
-	const prefix = "mst-coordinator-"
-	s := strings.Trim(nameChars.ReplaceAllString(strings.ToLower(id), "-"), "-")
-	sum := sha256.Sum256([]byte(id))
-	switch room := 63 - len(prefix); {
-	case s == "":
-		s = hex.EncodeToString(sum[:3])
-	case len(s) > room:
-		s = strings.TrimRight(s[:room-7], "-") + "-" + hex.EncodeToString(sum[:3])
-	}
-	return prefix + s
-}
+// coordinatorName is runner.CoordinatorName.
+func coordinatorName(id string) string { return runner.CoordinatorName(id) }
 
 // gcloudCoordinatorMachine is a detached run's coordinator VM.
 type gcloudCoordinatorMachine struct {
