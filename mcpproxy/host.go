@@ -118,6 +118,10 @@ type Options struct {
 	// not sent to the server and not recorded (client.Definition
 	// .ToolCallLimit).
 	MaxCalls int
+	// Take, when set, may give an open connection to a server (one that
+	// no trial has used, such as the readiness check's) in place of
+	// starting it; the Set then owns and closes it. nil: start it.
+	Take func(servers.Server) *servers.Conn
 }
 
 // Set is the proxies of one trial, one per server.
@@ -152,6 +156,12 @@ func (h *Host) Open(ctx context.Context, list []servers.Server, o Options) (*Set
 		wg.Go(func() {
 			raw := decl
 			raw.Tools = nil // the proxy applies the variant's view itself
+			if o.Take != nil {
+				if c := o.Take(raw); c != nil {
+					conns[i] = c
+					return
+				}
+			}
 			conns[i], errs[i] = servers.Connect(ctx, raw)
 		})
 	}

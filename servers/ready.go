@@ -41,9 +41,22 @@ func Ready(ctx context.Context, list []Server) error {
 // tools). On error the result holds the servers that passed, and zero
 // entries for those that failed.
 func ReadyTools(ctx context.Context, list []Server) ([]Listed, error) {
+	listed, conns, err := ReadyConns(ctx, list)
+	for _, c := range conns {
+		c.Close()
+	}
+	return listed, err
+}
+
+// ReadyConns is ReadyTools that leaves the connections open, in the order
+// of list (nil for a server that failed), for the caller to use or close:
+// a worker hands each to the first trial that starts the same server, so
+// that server starts once, not once for the check and again for the trial.
+func ReadyConns(ctx context.Context, list []Server) ([]Listed, []*Conn, error) {
 	var (
 		errs   = make([]error, len(list))
 		listed = make([]Listed, len(list))
+		conns  = make([]*Conn, len(list))
 		wg     sync.WaitGroup
 	)
 	for i, s := range list {
@@ -53,7 +66,7 @@ func ReadyTools(ctx context.Context, list []Server) ([]Listed, error) {
 				errs[i] = err
 				return
 			}
-			defer c.Close()
+			conns[i] = c
 			l := Listed{Server: s.Name, Offered: c.Tools}
 			// Connect checked that every override names a listed tool.
 			for name, o := range s.Tools {
@@ -66,5 +79,5 @@ func ReadyTools(ctx context.Context, list []Server) ([]Listed, error) {
 		})
 	}
 	wg.Wait()
-	return listed, errors.Join(errs...)
+	return listed, conns, errors.Join(errs...)
 }

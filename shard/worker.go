@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -137,6 +138,7 @@ func (w *Worker) Run(ctx context.Context, b *Bundle, in io.Reader, out io.Writer
 
 	each(ctx, b.Trials, max(b.Concurrency, 1), func(pt Planned) { r.trial(ctx, pt) })
 	stopHB()
+	r.closeWarm()
 	cleanup := errors.Join(r.closeSessions(), r.tokens.close())
 	r.closing.Wait()
 	if r.proxies != nil {
@@ -180,6 +182,79 @@ type workerRun struct {
 	proxiesOnce sync.Once
 	// closing tracks the trials' proxy sets that are still stopping.
 	closing sync.WaitGroup
+	// warm are the readiness check's connections to stdio servers, by
+	// server (warmKey), each given to the first trial that starts that
+	// server (takeWarm); warmUntil is when the ones left are closed.
+	warmMu    sync.Mutex
+	warm      map[string][]*servers.Conn
+	warmUntil time.Time
+}
+
+// warmFor is how long a readiness check's connection waits for a trial:
+// past it, a server that sat idle is started afresh for its trial.
+const warmFor = time.Minute
+
+// warmKey identifies a server by everything that starts it (its command,
+// arguments, environment and folder; the tools' overrides aside).
+func warmKey(s servers.Server) string {
+	s.Tools = nil
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// keepWarm keeps the readiness check's open stdio connections for the
+// first trials, and closes the others.
+func (r *workerRun) keepWarm(list []servers.Server, conns []*servers.Conn) {
+	r.warmMu.Lock()
+	defer r.warmMu.Unlock()
+	r.warm, r.warmUntil = map[string][]*servers.Conn{}, time.Now().Add(warmFor)
+	for i, c := range conns {
+		if c == nil {
+			continue
+		}
+		if list[i].Command == "" {
+			// A remote server's session may expire while it waits.
+			r.closing.Go(func() { c.Close() })
+			continue
+		}
+		k := warmKey(list[i])
+		r.warm[k] = append(r.warm[k], c)
+	}
+}
+
+// takeWarm gives a trial the readiness check's connection to s, if one
+// is left and fresh enough (mcpproxy.Options.Take).
+func (r *workerRun) takeWarm(s servers.Server) *servers.Conn {
+	r.warmMu.Lock()
+	defer r.warmMu.Unlock()
+	k := warmKey(s)
+	cs := r.warm[k]
+	if len(cs) == 0 {
+		return nil
+	}
+	if time.Now().After(r.warmUntil) {
+		r.closeWarmLocked()
+		return nil
+	}
+	c := cs[len(cs)-1]
+	r.warm[k] = cs[:len(cs)-1]
+	return c
+}
+
+// closeWarm closes the readiness check's connections no trial took.
+func (r *workerRun) closeWarm() {
+	r.warmMu.Lock()
+	defer r.warmMu.Unlock()
+	r.closeWarmLocked()
+}
+
+func (r *workerRun) closeWarmLocked() {
+	for k, cs := range r.warm {
+		for _, c := range cs {
+			r.closing.Go(func() { c.Close() })
+		}
+		delete(r.warm, k)
+	}
 }
 
 // proxyHost returns the run's proxy host, starting it the first time.
@@ -363,10 +438,16 @@ func (r *workerRun) ready(ctx context.Context) error {
 		kept, keptOf = append(kept, s), append(keptOf, of[i])
 	}
 	list, of = kept, keptOf
-	listed, err := servers.ReadyTools(ctx, list)
+	listed, conns, err := servers.ReadyConns(ctx, list)
 	if err != nil {
+		for _, c := range conns {
+			c.Close()
+		}
 		return fmt.Errorf("readiness check failed, no trial ran:\n%w", err)
 	}
+	// Each stdio server checked here is the first trial's that starts it:
+	// it starts once, not twice.
+	r.keepWarm(list, conns)
 	have := map[string][]grade.ServerTools{}
 	for i, l := range listed {
 		have[of[i]] = append(have[of[i]], grade.ServerTools{Server: l.Server, Tools: l.Names()})
@@ -596,7 +677,7 @@ func (r *workerRun) openProxies(ctx context.Context, key transcript.Key, list []
 	if err != nil {
 		return nil, err
 	}
-	o := mcpproxy.Options{Trial: key.String(), MaxCalls: maxCalls}
+	o := mcpproxy.Options{Trial: key.String(), MaxCalls: maxCalls, Take: r.takeWarm}
 	if len(callLimits) > 0 {
 		o.Acquire = func(ctx context.Context, server string) (func(), error) {
 			if _, limited := callLimits[server]; !limited {
