@@ -4,6 +4,7 @@ package cli_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -202,7 +203,8 @@ func (d *detached) stopAll() {
 	os.WriteFile(filepath.Join(d.marks, testserver.WakeFile), nil, 0o600)
 	for _, id := range d.launches {
 		var stdout bytes.Buffer
-		cli.Main(d.t.Context(), []string{"runs", "status", id, "-c", d.eval, "--results", d.results, "--json"}, cli.Stdio{Out: &stdout, Err: &bytes.Buffer{}, Env: os.Environ()})
+		// t.Context() has ended by the time cleanups run.
+		cli.Main(context.Background(), []string{"runs", "status", id, "-c", d.eval, "--results", d.results, "--json"}, cli.Stdio{Out: &stdout, Err: &bytes.Buffer{}, Env: os.Environ()})
 		var s struct {
 			PID     int    `json:"pid"`
 			State   string `json:"state"`
@@ -217,6 +219,24 @@ func (d *detached) stopAll() {
 				os.RemoveAll(s.Machine)
 			}
 		}
+	}
+	// Whatever the records say, no command of this test's coordinators
+	// outlives it: their mst run names the test's folder.
+	for _, pid := range allPIDs() {
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if !bytes.Contains(cmdline, []byte("--config-dir\x00"+d.dir)) {
+			continue
+		}
+		if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+			if f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); len(f) > 1 {
+				var ppid int
+				fmt.Sscanf(f[1], "%d", &ppid)
+				if parent, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", ppid)); bytes.Contains(parent, []byte("coordinate")) {
+					killTree(ppid)
+				}
+			}
+		}
+		killTree(pid)
 	}
 	// A coordinator killed leaves its private secrets behind, as a machine
 	// that dies would; this machine lives on.
