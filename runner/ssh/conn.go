@@ -80,7 +80,7 @@ func (s *sshRemote) session(ctx context.Context) (*ssh.Session, error) {
 		if err != nil {
 			return nil, err
 		}
-		sess, err := c.NewSession()
+		sess, err := newSession(ctx, c)
 		if err == nil {
 			return sess, nil
 		}
@@ -94,6 +94,42 @@ func (s *sshRemote) session(ctx context.Context) (*ssh.Session, error) {
 			return nil, fmt.Errorf("opening a session on %s: %w", s.t, err)
 		}
 	}
+}
+
+// sessionTimeout bounds the wait for a session's channel to open: on a
+// connection that died without closing (a peer gone silent), the request
+// is never answered, and the connection is given up instead.
+const sessionTimeout = 30 * time.Second
+
+// newSession opens a session on c, or gives up on c once ctx ends or the
+// server has not answered within sessionTimeout (closing c, which ends
+// the wait).
+func newSession(ctx context.Context, c *ssh.Client) (*ssh.Session, error) {
+	type result struct {
+		s   *ssh.Session
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		s, err := c.NewSession()
+		done <- result{s, err}
+	}()
+	timer := time.NewTimer(sessionTimeout)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		return r.s, r.err
+	case <-ctx.Done():
+	case <-timer.C:
+	}
+	c.Close()
+	if r := <-done; r.err == nil {
+		r.s.Close()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("the server did not open a session within %s", sessionTimeout)
 }
 
 // close ends the connection; the remote cannot be used after it.
