@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mst-eval/mst/internal/cli"
+	"github.com/mst-eval/mst/internal/testneed"
 	"github.com/mst-eval/mst/provider/providertest"
 	"github.com/mst-eval/mst/runner/docker"
 	"github.com/mst-eval/mst/store"
@@ -200,10 +201,7 @@ func debianBase(t *testing.T) {
 // elsewhere.
 func need(t *testing.T, what string) {
 	t.Helper()
-	if os.Getenv("CI") != "" {
-		t.Fatalf("this test needs %s", what)
-	}
-	t.Skipf("this test needs %s", what)
+	testneed.Missing(t, "this test needs "+what)
 }
 
 // TestRunnerSetupWithUsage checks that --with, which builds docker worker

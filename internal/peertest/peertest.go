@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/mst-eval/mst/internal/testneed"
 	"github.com/mst-eval/mst/servers"
 )
 
@@ -38,11 +39,7 @@ func Dir(t testing.TB) string {
 func Need(t testing.TB, path, what string) string {
 	t.Helper()
 	if _, err := os.Stat(path); err != nil {
-		msg := what + " is not installed at " + path + ": run scripts/peers (or scripts/test) first"
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		testneed.Missing(t, what+" is not installed at "+path+": run scripts/peers (or scripts/test) first")
 	}
 	return path
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mst-eval/mst/internal/testneed"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/runner/docker"
 )
@@ -323,7 +324,7 @@ func TestCoordinatorDynamicCLI(t *testing.T) {
 	t.Run("ls", func(t *testing.T) {
 		t.Parallel()
 		if !dynamic("/bin/ls") {
-			needOrSkip(t, "/bin/ls is not linked dynamically")
+			testneed.Missing(t, "/bin/ls is not linked dynamically")
 		}
 		m := newCoordinator(t, coordinatorParams(t, mst, nil), "/bin/ls")
 		if got := run(t, m, docker.CoordinatorCLI, "/usr/local/bin"); got != "docker" {
@@ -334,7 +335,7 @@ func TestCoordinatorDynamicCLI(t *testing.T) {
 		t.Parallel()
 		cli := dynamicDocker()
 		if cli == "" {
-			t.Skip("no dynamically linked docker CLI here (Debian's docker.io has one at /usr/bin/docker)")
+			testneed.Missing(t, "no dynamically linked docker CLI here (Debian's docker.io has one at /usr/bin/docker; scripts/test installs it)")
 		}
 		p := coordinatorParams(t, mst, nil)
 		m := newCoordinator(t, p, cli)
@@ -376,14 +377,6 @@ func dockerHost(t *testing.T) string {
 		t.Fatalf("docker context inspect: %v", err)
 	}
 	return strings.TrimSpace(string(out))
-}
-
-func needOrSkip(t *testing.T, msg string) {
-	t.Helper()
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
 }
 
 func writeFile(t *testing.T, p, body string) {

@@ -1,3 +1,8 @@
+//go:build linux
+
+// The coordinator's mounts are computed from this machine's Linux
+// programs (ELF files, the loader's search folders).
+
 package docker
 
 import (
@@ -15,6 +20,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mst-eval/mst/internal/testneed"
 	"github.com/mst-eval/mst/runner"
 )
 
@@ -254,9 +260,6 @@ func staticProgram(t *testing.T) string {
 // CoordinatorCLI.
 func TestCLIMountsStatic(t *testing.T) {
 	t.Parallel()
-	if runtime.GOOS != "linux" {
-		t.Skip("needs Linux programs")
-	}
 	bin := staticProgram(t)
 	got, err := CLIMounts(bin, runtime.GOARCH)
 	if err != nil {
@@ -287,12 +290,9 @@ func otherArch() string {
 // libraries ldd says it loads.
 func TestCLIMountsDynamic(t *testing.T) {
 	t.Parallel()
-	if runtime.GOOS != "linux" {
-		t.Skip("needs Linux programs")
-	}
 	ldd, err := exec.LookPath("ldd")
 	if err != nil {
-		needOrSkip(t, "ldd is not installed (Debian: libc-bin)")
+		testneed.Missing(t, "ldd is not installed (Debian: libc-bin)")
 	}
 	var tried int
 	for _, bin := range []string{"/bin/ls", "/bin/sh", "/usr/bin/docker", "/usr/bin/env", "/usr/bin/git", "/usr/bin/ssh"} {
@@ -326,7 +326,7 @@ func TestCLIMountsDynamic(t *testing.T) {
 		})
 	}
 	if tried == 0 {
-		needOrSkip(t, "no dynamically linked program found to test with")
+		testneed.Missing(t, "no dynamically linked program found to test with")
 	}
 }
 
@@ -337,7 +337,7 @@ func TestElfDepsThroughCache(t *testing.T) {
 	t.Parallel()
 	bin := "/bin/ls"
 	if interpreter(bin) == "" {
-		needOrSkip(t, bin+" is not a dynamically linked program")
+		testneed.Missing(t, bin+" is not a dynamically linked program")
 	}
 	f, err := elf.Open(bin)
 	if err != nil {
@@ -361,14 +361,6 @@ func TestElfDepsThroughCache(t *testing.T) {
 	if err != nil || !deps.needCache || !slices.Contains(deps.libs, lib) {
 		t.Fatalf("elfDeps(%s) with %s first = %+v, %v; want %s found there, and the cache", bin, dir, deps, err, lib)
 	}
-}
-
-func needOrSkip(t *testing.T, msg string) {
-	t.Helper()
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
 }
 
 // interpreter is bin's ELF interpreter, "" when it has none or is not a
