@@ -262,16 +262,7 @@ func TestCoordinatorDeadline(t *testing.T) {
 // file) and a missing pid file signal nothing; every folder is deleted.
 func TestWatchdog(t *testing.T) {
 	t.Parallel()
-	h := startHost(t, sshtest.Options{})
-	r, err := newRunner(t, options(h))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	m, err := sshrunner.CreateMachine(t.Context(), r, "watchdog", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, m := hostMachine(t, "watchdog")
 	defer m.Remove(context.WithoutCancel(t.Context()))
 	// Each starter runs in its folder and leaves the pid file there.
 	tests := []struct {

@@ -280,21 +280,29 @@ func TestOtherPlatform(t *testing.T) {
 	}
 }
 
-// TestDroppedConnection cuts the connection under a running command: Exec
-// ends with an error, the command on the host ends too, and Remove logs in
-// again to delete the work folder.
-func TestDroppedConnection(t *testing.T) {
-	t.Parallel()
+// hostMachine starts a host and makes a machine named name on it; the
+// runner closes when the test ends.
+func hostMachine(t *testing.T, name string) (*sshtest.Host, runner.Machine) {
+	t.Helper()
 	h := startHost(t, sshtest.Options{})
 	r, err := newRunner(t, options(h))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
-	m, err := sshrunner.CreateMachine(t.Context(), r, "dropped", 0)
+	t.Cleanup(func() { r.Close() })
+	m, err := sshrunner.CreateMachine(t.Context(), r, name, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return h, m
+}
+
+// TestDroppedConnection cuts the connection under a running command: Exec
+// ends with an error, the command on the host ends too, and Remove logs in
+// again to delete the work folder.
+func TestDroppedConnection(t *testing.T) {
+	t.Parallel()
+	h, m := hostMachine(t, "dropped")
 	stdin, stdinW := io.Pipe()
 	defer stdinW.Close()
 	started := make(chan struct{})
