@@ -73,16 +73,10 @@ func CreateCoordinator(ctx context.Context, p runner.CoordinatorParams) (runner.
 	if deadline <= 0 {
 		deadline = runner.DefaultCoordinatorDeadline
 	}
-	k, err := findKubectl(set)
-	if err != nil {
-		return nil, err
-	}
 	// The user creates, watches, execs into and deletes the coordinator's
 	// pod with the rights its workers' pods need.
-	if err := k.checkRights(ctx); err != nil {
-		return nil, err
-	}
-	if err := k.reachable(ctx); err != nil {
+	k, err := readyKubectl(ctx, set)
+	if err != nil {
 		return nil, err
 	}
 	name := coordinatorName(p.ID)

@@ -218,6 +218,16 @@ func New(ctx context.Context, p runner.Params) (runner.Runner, error) {
 		}
 		image = runner.WorkerImage(version)
 	}
+	k, err := readyKubectl(ctx, set)
+	if err != nil {
+		return nil, err
+	}
+	return &kubeRunner{kubectl: k, set: set, image: image, version: version, params: p, logger: logger}, nil
+}
+
+// readyKubectl finds kubectl and checks, before any pod, that the user
+// has every right the runner uses (Rights) and that the cluster answers.
+func readyKubectl(ctx context.Context, set settings) (*kubectl, error) {
 	k, err := findKubectl(set)
 	if err != nil {
 		return nil, err
@@ -228,7 +238,7 @@ func New(ctx context.Context, p runner.Params) (runner.Runner, error) {
 	if err := k.reachable(ctx); err != nil {
 		return nil, err
 	}
-	return &kubeRunner{kubectl: k, set: set, image: image, version: version, params: p, logger: logger}, nil
+	return k, nil
 }
 
 type kubeRunner struct {
