@@ -71,6 +71,9 @@ type Coordinator struct {
 	tail    tailLines
 	// writeMu orders the status writes.
 	writeMu sync.Mutex
+	// cancelled is closed, once, when the cancel marker is first seen.
+	cancelled  chan struct{}
+	cancelOnce sync.Once
 }
 
 func (c *Coordinator) now() time.Time {
@@ -134,20 +137,10 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	s := c.Spec
 	ctx, stopDeadline := context.WithDeadlineCause(ctx, s.Deadline, errDeadline)
 	defer stopDeadline()
-	cancelled := make(chan struct{})
-	var cancelOnce sync.Once
+	c.cancelled = make(chan struct{})
 	beat := func(ctx context.Context) {
 		c.readProgress()
-		if ok, err := c.Records.Cancelled(ctx, s.ID); err == nil && ok {
-			cancelOnce.Do(func() {
-				c.logf("the cancel marker is there: interrupting the command under way, and starting no other")
-				c.mu.Lock()
-				c.status.Cancelling = true
-				c.mu.Unlock()
-				close(cancelled)
-				c.interrupt()
-			})
-		}
+		c.checkCancel(ctx)
 		if err := c.writeStatus(ctx); err != nil {
 			c.logf("warning: %v", err)
 		}
@@ -176,7 +169,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	// A cancel written before the coordinator started still counts.
 	beat(ctx)
 
-	state, errMsg := c.steps(ctx, cancelled)
+	state, errMsg := c.steps(ctx)
 	stopHB()
 	<-hbDone
 	if context.Cause(ctx) == errDeadline && state != StateDone {
@@ -215,12 +208,34 @@ func (c *Coordinator) runID() string {
 	return "RUN"
 }
 
+// checkCancel reads the cancel marker; the first time it is there, the
+// command under way is interrupted and no other starts. A marker that
+// cannot be read counts as absent: the next look may see it.
+func (c *Coordinator) checkCancel(ctx context.Context) {
+	ok, err := c.Records.Cancelled(ctx, c.Spec.ID)
+	if err != nil {
+		c.logf("warning: looking for the cancel marker: %v", err)
+		return
+	}
+	if !ok {
+		return
+	}
+	c.cancelOnce.Do(func() {
+		c.logf("the cancel marker is there: interrupting the command under way, and starting no other")
+		c.mu.Lock()
+		c.status.Cancelling = true
+		c.mu.Unlock()
+		close(c.cancelled)
+		c.interrupt()
+	})
+}
+
 // steps runs the commands and says how the run ended.
-func (c *Coordinator) steps(ctx context.Context, cancelled <-chan struct{}) (state, errMsg string) {
+func (c *Coordinator) steps(ctx context.Context) (state, errMsg string) {
 	s := c.Spec
 	isCancelled := func() bool {
 		select {
-		case <-cancelled:
+		case <-c.cancelled:
 			return true
 		default:
 			return false
@@ -395,11 +410,14 @@ func (c *Coordinator) shown(argv []string) string {
 }
 
 // command runs one command to its end and returns its exit code; err is
-// set when it could not be started. A cancel already seen starts nothing.
+// set when it could not be started. It reads the cancel marker first: a
+// cancel written since the last heartbeat starts nothing, as does one
+// already seen.
 func (c *Coordinator) command(ctx context.Context, phase string, argv []string) (int, error) {
 	if ctx.Err() != nil {
 		return -1, context.Cause(ctx)
 	}
+	c.checkCancel(ctx)
 	c.mu.Lock()
 	if c.status.Cancelling {
 		c.mu.Unlock()

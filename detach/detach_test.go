@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"gocloud.dev/blob/fileblob"
 	"gocloud.dev/blob/memblob"
 
 	"github.com/mst-eval/mst/detach"
@@ -101,9 +102,10 @@ func TestRecords(t *testing.T) {
 }
 
 // fakeMST writes a program that acts as mst for the coordinator: each
-// call appends its arguments to calls.txt, reports progress, and exits
-// with the next code of codes.
-func fakeMST(t *testing.T, dir string, codes ...int) string {
+// call appends its arguments to calls.txt, reports progress, runs the
+// shell command first on the first call, and exits with the next code of
+// codes.
+func fakeMST(t *testing.T, dir, first string, codes ...int) string {
 	t.Helper()
 	var script strings.Builder
 	script.WriteString("#!/bin/sh\nd=" + dir + "\n")
@@ -114,6 +116,9 @@ for a in "$@"; do [ "$prev" = "--progress-file" ] && prog="$a"; prev="$a"; done
 printf '{"run":"the-run","planned":4,"collected":%d,"graded":%d}' $n $n > "$prog"
 echo "call $n"
 `)
+	if first != "" {
+		script.WriteString("if [ $n = 1 ]; then " + first + "; fi\n")
+	}
 	script.WriteString("case $n in\n")
 	for i, c := range codes {
 		fmt.Fprintf(&script, "%d) exit %d;;\n", i+1, c)
@@ -128,19 +133,25 @@ echo "call $n"
 
 func coordinator(t *testing.T, spec detach.Spec, codes ...int) (*detach.Coordinator, *detach.Records, string) {
 	t.Helper()
-	dir := t.TempDir()
-	spec.ID, spec.Eval, spec.Config, spec.Results = "e-1-abcdef", "über eval", "eval.yaml", "mem://bucket/team"
-	spec.MST = []string{fakeMST(t, dir, codes...)}
-	spec.Deadline = time.Now().Add(time.Hour)
 	spec.Heartbeat = detach.Duration(10 * time.Millisecond)
-	r := records(t)
+	co, r := coordinatorWith(t, spec, records(t), t.TempDir(), "", codes...)
+	return co, r, co.Dir
+}
+
+// coordinatorWith is a coordinator of spec in the folder dir, whose fake
+// mst runs first on its first call, keeping its records in r.
+func coordinatorWith(t *testing.T, spec detach.Spec, r *detach.Records, dir, first string, codes ...int) (*detach.Coordinator, *detach.Records) {
+	t.Helper()
+	spec.ID, spec.Eval, spec.Config, spec.Results = "e-1-abcdef", "über eval", "eval.yaml", "mem://bucket/team"
+	spec.MST = []string{fakeMST(t, dir, first, codes...)}
+	spec.Deadline = time.Now().Add(time.Hour)
 	logPath := filepath.Join(dir, "log.txt")
 	log, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { log.Close() })
-	return &detach.Coordinator{Spec: &spec, Dir: dir, Records: r, Log: log, LogPath: logPath, Env: os.Environ(), SecretsFile: "/dev/shm/x/secrets.env"}, r, dir
+	return &detach.Coordinator{Spec: &spec, Dir: dir, Records: r, Log: log, LogPath: logPath, Env: os.Environ(), SecretsFile: "/dev/shm/x/secrets.env"}, r
 }
 
 // TestCoordinatorSteps runs the coordinator's commands against a fake mst:
@@ -220,5 +231,55 @@ func TestCoordinatorSteps(t *testing.T) {
 				t.Errorf("the uploaded log (%v) ends without the run's end:\n%s", err, log)
 			}
 		})
+	}
+}
+
+// TestCoordinatorCancelBetweenCommands writes the cancel marker while the
+// first mst run is under way, long before the next heartbeat would see it:
+// the run is partial, and the resume that would follow must not start,
+// since the coordinator reads the marker before each command.
+func TestCoordinatorCancelBetweenCommands(t *testing.T) {
+	ctx := context.Background()
+	store := t.TempDir()
+	b, err := fileblob.OpenBucket(store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	u, _ := url.Parse("file://" + store)
+	r := detach.NewRecords(blobstore.New(b, u, blobstore.Options{}), "über eval")
+	dir := t.TempDir()
+	// The marker is written through the records, to learn where it goes,
+	// then moved aside; the fake mst's first call puts it back.
+	r.Cancel(ctx, "e-1-abcdef", "test")
+	var marker string
+	filepath.WalkDir(store, func(p string, e os.DirEntry, err error) error {
+		if err == nil && e.Name() == "cancel" {
+			marker = p
+		}
+		return nil
+	})
+	if marker == "" {
+		t.Fatal("the cancel marker is not a file of the bucket's folder")
+	}
+	aside := filepath.Join(dir, "cancel-aside")
+	if err := os.Rename(marker, aside); err != nil {
+		t.Fatal(err)
+	}
+	spec := detach.Spec{Command: detach.CommandRun, Runner: "docker", Heartbeat: detach.Duration(time.Hour)}
+	co, _ := coordinatorWith(t, spec, r, dir, fmt.Sprintf("mv '%s' '%s'", aside, marker), 3, 0)
+	if err := co.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := co.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, err := r.ReadStatus(ctx, co.Spec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "calls.txt"))
+	if calls := strings.Count(string(data), "\n"); calls != 1 || s.State != detach.StateCancelled || !s.Cancelling {
+		t.Errorf("cancelled during the first command: %d commands ran, state %s (cancelling %v); want 1, cancelled\n%s", calls, s.State, s.Cancelling, data)
 	}
 }
