@@ -109,24 +109,27 @@ func refuseDetach(rdef *runner.Definition, flag string) error {
 
 // detachedRecords opens the result store at loc for a detached run's
 // records: a bucket, never a folder on this machine.
-func detachedRecords(ctx context.Context, loc, eval string) (*detach.Records, *blobstore.Store, error) {
+func detachedRecords(ctx context.Context, loc, evalName string) (*detach.Records, *blobstore.Store, error) {
 	if loc == "" {
 		return nil, nil, withCode(ExitUsage, errors.New("--detach: a detached run keeps its run and its status in a result store in a bucket: give --results gs://BUCKET/PREFIX or s3://BUCKET/PREFIX, or results.store in the eval config"))
 	}
 	if folder, ok, err := storeFolder(loc); err != nil {
 		return nil, nil, withCode(ExitUsage, err)
 	} else if ok {
-		return nil, nil, withCode(ExitUsage, fmt.Errorf("--detach: the results go to the folder %s on this machine, which the coordinator machine cannot write and mst runs could not read once this machine is away: give --results gs://BUCKET/PREFIX or s3://BUCKET/PREFIX", folder))
+		if loc == eval.DefaultResults {
+			folder += " (the default, as neither --results nor the eval's results.store names a store)"
+		}
+		return nil, nil, withCode(ExitUsage, fmt.Errorf("--detach: the results go to the folder %s on this machine, which the coordinator machine cannot write and mst runs could not read once this machine is away: give --results gs://BUCKET/PREFIX or s3://BUCKET/PREFIX, or set results.store in the eval config", folder))
 	}
 	u, err := parseStoreURL(loc)
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := blobstore.Open(ctx, u, blobOptions(eval))
+	st, err := blobstore.Open(ctx, u, blobOptions(evalName))
 	if err != nil {
 		return nil, nil, err
 	}
-	return detach.NewRecords(st, eval), st, nil
+	return detach.NewRecords(st, evalName), st, nil
 }
 
 // refuseLocalCredentials refuses a detached run whose connector servers'

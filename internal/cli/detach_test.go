@@ -471,6 +471,8 @@ func TestDetachRefusals(t *testing.T) {
 		want string
 	}{
 		{"local runner", []string{"run", d.eval, "--results", d.results}, "the runner local cannot make a coordinator machine"},
+		// The eval names no store: its runs would go to the default folder.
+		{"no result store", []string{"run", d.eval, "--runner", "processes"}, "the results go to the folder mst-results (the default, as neither --results nor the eval's results.store names a store) on this machine, which the coordinator machine cannot write and mst runs could not read once this machine is away: give --results gs://BUCKET/PREFIX or s3://BUCKET/PREFIX, or set results.store in the eval config"},
 		{"folder store", []string{"run", d.eval, "--results", local, "--runner", "processes"}, "the results go to the folder"},
 		{"file URL store", []string{"run", d.eval, "--results", "file://" + local, "--runner", "processes"}, "the results go to the folder"},
 		{"grade without runner", []string{"grade", "some-run", "--results", d.results}, "give --runner NAME"},
@@ -512,8 +514,10 @@ variants:
 	if keys := listKeys(t, d.bucket, "team/detached/detached/"); len(keys) > 0 {
 		t.Errorf("a refused launch left records: %v", keys)
 	}
-	if _, err := os.Stat(local); err == nil {
-		t.Errorf("a refused launch made the results folder %s", local)
+	for _, folder := range []string{local, filepath.Join(d.dir, "mst-results")} {
+		if _, err := os.Stat(folder); err == nil {
+			t.Errorf("a refused launch made the results folder %s", folder)
+		}
 	}
 }
 
