@@ -402,8 +402,8 @@ func (r *workerRun) ready(ctx context.Context) error {
 			continue
 		}
 		checked[id] = true
-		if def, err := r.w.Clients.Lookup(set.Client); err == nil && def.Preflight != nil {
-			if err := def.Preflight(set.Options); err != nil {
+		if def, err := r.w.Clients.Lookup(set.Client); err == nil {
+			if err := preflight(def, set.Options); err != nil {
 				missing = append(missing, fmt.Errorf("variant %s: %w", set.Variant, err))
 			}
 		}

@@ -140,12 +140,3 @@ func RefuseToolOverrides(client string, list []servers.Server) error {
 	}
 	return nil
 }
-
-// Require checks, for a client's preflight, that its program is installed
-// on this machine; the error gives the setup command.
-func Require(what, command, setup string) error {
-	if _, err := exec.LookPath(command); err != nil {
-		return fmt.Errorf("%s (%s) is not installed on this machine: install it with %s, or set clientOptions.command to its path", what, command, setup)
-	}
-	return nil
-}

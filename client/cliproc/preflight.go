@@ -1,0 +1,75 @@
+package cliproc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// preflightWithin bounds how long a preflight waits for the program to
+// answer --version. It is a bound for a program that hangs, not what it
+// takes: a Node CLI on a loaded machine takes seconds to start, and a
+// program that does not answer within this fails the shard at its start
+// rather than each of its trials.
+const preflightWithin = 45 * time.Second
+
+// Require checks, for a client's preflight, that its program can run on
+// this machine: that command is found (a name on PATH, or a path), that
+// the interpreter its first line names is there when it is a script (the
+// npm CLIs start with #!/usr/bin/env node), and that `command --version`
+// answers. what names the program ("the Claude Code CLI") and setup says
+// how to install it; the error says which check failed and what to do.
+func Require(what, command, setup string) error {
+	bin, err := exec.LookPath(command)
+	if err != nil {
+		return fmt.Errorf("%s (%s) is not installed on this machine: install it with %s, or set clientOptions.command to its path", what, command, setup)
+	}
+	if line, interp := interpreter(bin); interp != "" {
+		if _, err := os.Stat(interp); err != nil {
+			return fmt.Errorf("%s (%s) is a script that starts with %q, and this machine has no %s to run it: %w. "+
+				"Run it on a machine (or in an image) that has %s, such as a Debian-based one, or install it with %s where it can run",
+				what, bin, line, interp, err, interp, setup)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), preflightWithin)
+	defer cancel()
+	if _, err := Version(ctx, bin, append(os.Environ(), "PATH="+PathWith(bin)), ""); err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("%s (%s) is installed but `%s --version` did not answer within %s: check that it runs on this machine, or reinstall it with %s", what, bin, command, preflightWithin, setup)
+		}
+		return fmt.Errorf("%s (%s) is installed but does not run: `%s --version` failed: %w. Reinstall it with %s, or set clientOptions.command to one that runs", what, bin, command, err, setup)
+	}
+	return nil
+}
+
+// interpreter reads the first line of the program file bin: for a script
+// (#!INTERPRETER [ARG]), that line and the interpreter's path; for any
+// other file, or one it cannot read, "".
+func interpreter(bin string) (line, path string) {
+	f, err := os.Open(bin)
+	if err != nil {
+		return "", ""
+	}
+	defer f.Close()
+	head := make([]byte, 256)
+	n, _ := io.ReadFull(f, head)
+	head = head[:n]
+	rest, ok := bytes.CutPrefix(head, []byte("#!"))
+	if !ok {
+		return "", ""
+	}
+	if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+		rest = rest[:i]
+	}
+	fields := strings.Fields(string(rest))
+	if len(fields) == 0 {
+		return "", ""
+	}
+	return "#!" + strings.TrimRight(string(rest), " \t\r"), fields[0]
+}
