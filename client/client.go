@@ -67,6 +67,13 @@ type Definition struct {
 	// OpenParams.Proxied. A variant that renames tools, asks for a dry run
 	// or injects faults needs such a client.
 	ProxiedServers bool
+	// InProcessServers, with ProxiedServers, is true when the client's
+	// sessions run inside the worker's process and take each trial's
+	// proxies as open connections (Trial.Conns) instead of endpoints: a
+	// call then reaches the proxy as a function call, with no MCP message
+	// encoded or decoded between them, and meets the same policy and
+	// record. A client that starts a program (a CLI) cannot.
+	InProcessServers bool
 	// ToolCallLimit returns, from a setting's options, the most calls of
 	// the servers' tools one trial may make, for a client that can only
 	// watch its program and so cannot stop a call before it reaches the
@@ -174,6 +181,12 @@ type Trial struct {
 	// metadata, holds the servers' secrets and records what each server
 	// saw). A client that reaches servers uses these for the trial.
 	Servers []servers.Server
+	// Conns, for a client whose definition says InProcessServers, stand
+	// in for Servers: the same proxies, in the same order and under the
+	// same names, as connections in this process (servers
+	// .ConnectInProcess). The client may close them; the worker stops the
+	// servers behind them.
+	Conns []*servers.Conn
 }
 
 // TrialServers returns the servers a trial uses: t.Servers when the worker

@@ -55,7 +55,7 @@ func BenchmarkProxyOverhead(b *testing.B) {
 			b.Cleanup(func() { up.Close() })
 			return up
 		}()),
-		connect(b, set, 0),
+		connectHTTP(b, set, 0),
 	}
 	call := func(c *servers.Conn) {
 		if _, err := c.Call(ctx, "echo", args); err != nil {

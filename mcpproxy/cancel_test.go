@@ -11,7 +11,9 @@ import (
 
 // A client that gives up on a call (its context ends) gets its answer at
 // once, the server's call is cancelled too, and the set closes promptly.
-func TestCancelledCall(t *testing.T) {
+func TestCancelledCall(t *testing.T) { eachFace(t, testCancelledCall) }
+
+func testCancelledCall(t *testing.T, connect connector) {
 	t.Parallel()
 	marks := t.TempDir()
 	set := open(t, newHost(t), "k", testServer(t, "tools", "--mark", marks))
@@ -48,7 +50,9 @@ func TestCancelledCall(t *testing.T) {
 // A set that closes while a call is in flight (the trial ended, its client
 // did not give up the call) ends the call and closes at once: the SDK's
 // server would otherwise wait for the call before it lets the session go.
-func TestCloseWithCallInFlight(t *testing.T) {
+func TestCloseWithCallInFlight(t *testing.T) { eachFace(t, testCloseWithCallInFlight) }
+
+func testCloseWithCallInFlight(t *testing.T, connect connector) {
 	t.Parallel()
 	marks := t.TempDir()
 	set := open(t, newHost(t), "k", testServer(t, "tools", "--mark", marks))

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -124,16 +125,24 @@ type Options struct {
 	Take func(servers.Server) *servers.Conn
 }
 
-// Set is the proxies of one trial, one per server.
+// Set is the proxies of one trial, one per server. Each has two faces: MCP
+// endpoints over streamable HTTP (Servers, StdioServers), made the first
+// time a client asks for them, and connections in this process (Conns).
 type Set struct {
 	host    *Host
 	proxies []*serverProxy
-	paths   []string
-	tokens  []string
-	servers []*mcp.Server // the proxies' MCP servers, for Close
 	rec     *recorder
 	budget  *budget // nil: no limit
 	once    sync.Once
+
+	// The HTTP face, made by endpoints; paths, tokens and servers are
+	// written under host.mu.
+	httpOnce sync.Once
+	closed   atomic.Bool
+	paths    []string
+	tokens   []string
+	servers  []*mcp.Server // the proxies' MCP servers, for Close
+	logger   *slog.Logger
 }
 
 // Open connects to every server in list (concurrently, each within its own
@@ -183,27 +192,37 @@ func (h *Host) Open(ctx context.Context, list []servers.Server, o Options) (*Set
 		p := &serverProxy{decl: decl, conn: conns[i], view: v, simulate: v.simulated(decl), seed: o.Trial + "\x00" + decl.Name, rec: s.rec, acquire: o.Acquire, budget: s.budget}
 		s.proxies = append(s.proxies, p)
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, p := range s.proxies {
-		path, token := "/mcp/"+random(), random()
-		srv := p.mcpServer(logger)
-		s.servers = append(s.servers, srv)
-		handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{JSONResponse: true, Logger: logger})
-		h.routes[path] = &route{token: token, handler: handler, proxy: p}
-		s.paths, s.tokens = append(s.paths, path), append(s.tokens, token)
-	}
+	s.logger = logger
 	return s, nil
+}
+
+// endpoints serves the set's proxies on the host, the first time a client
+// needs them: a client that takes the proxies in this process (Conns)
+// never pays for the SDK's servers. After Close it makes paths that
+// answer 404.
+func (s *Set) endpoints() {
+	s.httpOnce.Do(func() {
+		h := s.host
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for _, p := range s.proxies {
+			path, token := "/mcp/"+random(), random()
+			s.paths, s.tokens = append(s.paths, path), append(s.tokens, token)
+			if s.closed.Load() {
+				continue
+			}
+			srv := p.mcpServer(s.logger)
+			s.servers = append(s.servers, srv)
+			handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{JSONResponse: true, Logger: s.logger})
+			h.routes[path] = &route{token: token, handler: handler, proxy: p}
+		}
+	})
 }
 
 // mcpServer is the MCP server the client talks to: the view's tools, each
 // handled by the proxy.
 func (p *serverProxy) mcpServer(logger *slog.Logger) *mcp.Server {
-	name, version, _ := strings.Cut(p.conn.Implementation, " ")
-	if name == "" {
-		name = p.decl.Name
-	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: name, Version: version}, &mcp.ServerOptions{Instructions: p.conn.Instructions(), Logger: logger})
+	srv := mcp.NewServer(p.implementation(), &mcp.ServerOptions{Instructions: p.conn.Instructions(), Logger: logger})
 	for _, t := range p.view.offered {
 		srv.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			var args json.RawMessage
@@ -226,6 +245,7 @@ func (p *serverProxy) mcpServer(logger *slog.Logger) *mcp.Server {
 // servers, in the same order and under the same names: streamable-HTTP
 // servers on the loopback, each with the Authorization header it needs.
 func (s *Set) Servers() []servers.Server {
+	s.endpoints()
 	out := make([]servers.Server, len(s.proxies))
 	for i, p := range s.proxies {
 		out[i] = servers.Server{
@@ -274,16 +294,22 @@ func (s *Set) Evidence() Evidence {
 func (s *Set) Close() error {
 	var errs []error
 	s.once.Do(func() {
+		s.closed.Store(true)
 		s.host.mu.Lock()
 		for _, path := range s.paths {
 			delete(s.host.routes, path)
 		}
+		srvs := s.servers
 		s.host.mu.Unlock()
-		for i, p := range s.proxies {
+		for _, p := range s.proxies {
 			p.cancel("", true)
-			for ss := range s.servers[i].Sessions() {
+		}
+		for _, srv := range srvs {
+			for ss := range srv.Sessions() {
 				ss.Close()
 			}
+		}
+		for _, p := range s.proxies {
 			errs = append(errs, p.close())
 		}
 	})

@@ -63,10 +63,12 @@ func open(t testing.TB, h *mcpproxy.Host, trial string, list ...servers.Server) 
 	return set
 }
 
-// connect is a client of the set's proxy for the server at index i, as a
-// client of MST reaches it: through servers.Connect, over HTTP, with the
-// set's header.
-func connect(t testing.TB, set *mcpproxy.Set, i int) *servers.Conn {
+// connector is a client of the set's proxy for the server at index i.
+type connector func(t testing.TB, set *mcpproxy.Set, i int) *servers.Conn
+
+// connectHTTP is a connector as a client in a process of its own reaches
+// the proxy: through servers.Connect, over HTTP, with the set's header.
+func connectHTTP(t testing.TB, set *mcpproxy.Set, i int) *servers.Conn {
 	t.Helper()
 	c, err := servers.Connect(context.Background(), set.Servers()[i])
 	if err != nil {
@@ -74,6 +76,26 @@ func connect(t testing.TB, set *mcpproxy.Set, i int) *servers.Conn {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// connectInProcess is a connector as the api client, in the worker's
+// process, reaches the proxy: Set.Conns, with no MCP hop.
+func connectInProcess(t testing.TB, set *mcpproxy.Set, i int) *servers.Conn {
+	t.Helper()
+	c := set.Conns()[i]
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// eachFace runs test once on each face of the proxy, in parallel.
+func eachFace(t *testing.T, test func(*testing.T, connector)) {
+	t.Parallel()
+	for _, f := range []struct {
+		name    string
+		connect connector
+	}{{"http", connectHTTP}, {"in-process", connectInProcess}} {
+		t.Run(f.name, func(t *testing.T) { test(t, f.connect) })
+	}
 }
 
 func ptr(s string) *string { return &s }
@@ -87,7 +109,9 @@ func call(t *testing.T, c *servers.Conn, tool, args string) servers.CallResult {
 	return res
 }
 
-func TestToolVariants(t *testing.T) {
+func TestToolVariants(t *testing.T) { eachFace(t, testToolVariants) }
+
+func testToolVariants(t *testing.T, connect connector) {
 	t.Parallel()
 	srv := testServer(t, "tools")
 	srv.Tools = map[string]servers.ToolOverride{
@@ -192,7 +216,9 @@ func TestBadVariants(t *testing.T) {
 	}
 }
 
-func TestEvidenceOfFailures(t *testing.T) {
+func TestEvidenceOfFailures(t *testing.T) { eachFace(t, testEvidenceOfFailures) }
+
+func testEvidenceOfFailures(t *testing.T, connect connector) {
 	t.Parallel()
 	set := open(t, newHost(t), "k", testServer(t, "tools"))
 	c := connect(t, set, 0)
@@ -214,7 +240,9 @@ func TestEvidenceOfFailures(t *testing.T) {
 	}
 }
 
-func TestDryRun(t *testing.T) {
+func TestDryRun(t *testing.T) { eachFace(t, testDryRun) }
+
+func testDryRun(t *testing.T, connect connector) {
 	t.Parallel()
 	h := newHost(t)
 	t.Run("declared", func(t *testing.T) {
@@ -282,7 +310,9 @@ func assertNoNotes(t *testing.T, dir string) {
 	}
 }
 
-func TestFaults(t *testing.T) {
+func TestFaults(t *testing.T) { eachFace(t, testFaults) }
+
+func testFaults(t *testing.T, connect connector) {
 	t.Parallel()
 	h := newHost(t)
 	t.Run("error result, not forwarded", func(t *testing.T) {
@@ -396,7 +426,9 @@ func TestEndpointsNeedTheirToken(t *testing.T) {
 	}
 }
 
-func TestOlderProtocolAndManyTools(t *testing.T) {
+func TestOlderProtocolAndManyTools(t *testing.T) { eachFace(t, testOlderProtocolAndManyTools) }
+
+func testOlderProtocolAndManyTools(t *testing.T, connect connector) {
 	t.Parallel()
 	set := open(t, newHost(t), "k", testServer(t, "old", "--protocol", "2024-11-05", "--many"))
 	c := connect(t, set, 0)
@@ -419,7 +451,9 @@ func TestServerFailsToStart(t *testing.T) {
 	}
 }
 
-func TestMaxCalls(t *testing.T) {
+func TestMaxCalls(t *testing.T) { eachFace(t, testMaxCalls) }
+
+func testMaxCalls(t *testing.T, connect connector) {
 	t.Parallel()
 	set, err := newHost(t).Open(context.Background(), []servers.Server{testServer(t, "a"), testServer(t, "b")}, mcpproxy.Options{MaxCalls: 2})
 	if err != nil {

@@ -45,8 +45,9 @@ type Tool struct {
 	InputSchema json.RawMessage
 }
 
-// Conn is an open connection to one MCP server. Call is safe for
-// concurrent use.
+// Conn is an open connection to one MCP server: over stdio or streamable
+// HTTP (Connect), or by function calls to a server in this process
+// (ConnectInProcess). Call is safe for concurrent use.
 type Conn struct {
 	Server Server
 	// Tools are the tools offered to the model, in the server's order,
@@ -61,6 +62,7 @@ type Conn struct {
 	session *mcp.ClientSession
 	stderr  *tailbuf.Buffer
 	cmd     *exec.Cmd // a stdio server's command; nil for HTTP
+	local   InProcess // a server in this process (ConnectInProcess); nil otherwise
 }
 
 // Connect starts (stdio) or reaches (HTTP) the server, initializes an MCP
@@ -213,7 +215,12 @@ func (c *Conn) printed() string {
 }
 
 // Stderr returns the last few kilobytes the server wrote on stderr.
-func (c *Conn) Stderr() string { return c.stderr.String() }
+func (c *Conn) Stderr() string {
+	if c.stderr == nil {
+		return "" // in process: no stderr of its own
+	}
+	return c.stderr.String()
+}
 
 // CallResult is the outcome of one tool call.
 type CallResult struct {
@@ -245,6 +252,9 @@ func (c *Conn) Call(ctx context.Context, tool string, args json.RawMessage) (Cal
 // for Call; a JSON-RPC error the server answered with is wrapped, and can
 // be read back with errors.As into a *jsonrpc.Error.
 func (c *Conn) CallRaw(ctx context.Context, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	if c.local != nil {
+		return c.callLocal(ctx, tool, args)
+	}
 	var arguments any = map[string]any{}
 	if len(bytes.TrimSpace(args)) > 0 && string(bytes.TrimSpace(args)) != "null" {
 		arguments = args
@@ -262,6 +272,9 @@ func (c *Conn) CallRaw(ctx context.Context, tool string, args json.RawMessage) (
 
 // ProtocolVersion is the MCP protocol version the server agreed to.
 func (c *Conn) ProtocolVersion() string {
+	if c.local != nil {
+		return c.local.ProtocolVersion()
+	}
 	if init := c.session.InitializeResult(); init != nil {
 		return init.ProtocolVersion
 	}
@@ -270,6 +283,9 @@ func (c *Conn) ProtocolVersion() string {
 
 // Instructions are the server's instructions from its initialize answer.
 func (c *Conn) Instructions() string {
+	if c.local != nil {
+		return c.local.Instructions()
+	}
 	if init := c.session.InitializeResult(); init != nil {
 		return init.Instructions
 	}
@@ -305,8 +321,13 @@ func (c *Conn) awaitExit(err error) {
 // left of the server's process group: the processes it started. It is
 // safe on the nil Conn a failed Connect returns. A stdio server that had
 // to be stopped by a signal, or exited with a failure status once its
-// stdin closed, is not an error: it is gone, as Close promises.
+// stdin closed, is not an error: it is gone, as Close promises. On a Conn
+// from ConnectInProcess, Close ends its calls in flight and leaves the
+// server to its owner.
 func (c *Conn) Close() error {
+	if c != nil && c.local != nil {
+		return c.local.Close()
+	}
 	if c == nil || c.session == nil {
 		return nil
 	}
@@ -346,6 +367,12 @@ func applyOverrides(s Server, raw []*mcp.Tool) ([]Tool, error) {
 	if err := CheckOverrides(s, raw); err != nil {
 		return nil, err
 	}
+	return offered(s, raw), nil
+}
+
+// offered is raw as s's tool overrides offer it, once CheckOverrides has
+// found them sound.
+func offered(s Server, raw []*mcp.Tool) []Tool {
 	var tools []Tool
 	for _, t := range raw {
 		o := s.Tools[t.Name]
@@ -362,7 +389,7 @@ func applyOverrides(s Server, raw []*mcp.Tool) ([]Tool, error) {
 		}
 		tools = append(tools, Tool{Server: s.Name, Name: t.Name, Description: desc, InputSchema: schema})
 	}
-	return tools, nil
+	return tools
 }
 
 // toolNameRE is what the MCP specification allows as a tool name.

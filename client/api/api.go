@@ -33,6 +33,9 @@ func Definition(providers *provider.Registry) *client.Definition {
 		ModelProviders: providers.Buildable(),
 		Concurrent:     true,
 		ProxiedServers: true,
+		// The session runs in the worker: it calls the proxies' own
+		// functions, with no MCP hop (docs/proxy.md, "Overhead").
+		InProcessServers: true,
 		CaseOverrides:  []string{"model", "clientOptions"},
 		Check: func(model string, options json.RawMessage) error {
 			return CheckOptions(providers, model, options)
@@ -116,6 +119,12 @@ func connectTools(ctx context.Context, list []servers.Server) (*toolset, error) 
 		}
 		conns = append(conns, c)
 	}
+	return newToolset(conns), nil
+}
+
+// newToolset offers the tools of conns to the model; the toolset owns
+// conns.
+func newToolset(conns []*servers.Conn) *toolset {
 	names, refs := nameTools(conns)
 	ts := &toolset{conns: conns, refs: refs}
 	i := 0
@@ -128,7 +137,7 @@ func connectTools(ctx context.Context, list []servers.Server) (*toolset, error) 
 		}
 		ts.infos = append(ts.infos, info)
 	}
-	return ts, nil
+	return ts
 }
 
 func (ts *toolset) close() error {
@@ -166,9 +175,13 @@ func (s *session) Close() error {
 	return err
 }
 
-// toolsFor connects the servers a trial brings (MST's proxies); for a
-// trial that brings none it returns nil, and Run uses the session's.
+// toolsFor connects the servers a trial brings (MST's proxies, in this
+// process or as endpoints); for a trial that brings none it returns nil,
+// and Run uses the session's.
 func (s *session) toolsFor(ctx context.Context, t client.Trial) (*toolset, error) {
+	if t.Conns != nil {
+		return newToolset(t.Conns), nil
+	}
 	if t.Servers == nil {
 		if s.params.Proxied {
 			return nil, errors.New("api: the trial brings no servers, and the session has none of its own (OpenParams.Proxied)")
@@ -185,7 +198,7 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 	if err != nil {
 		return client.Result{}, err
 	}
-	if t.Servers != nil {
+	if ts != nil {
 		defer ts.close()
 	} else {
 		s.mu.RLock()

@@ -249,7 +249,7 @@ func (s *suite) open(t *testing.T, p client.OpenParams) (client.Session, error) 
 			if d.ToolCallLimit != nil {
 				limit = d.ToolCallLimit(p.Options)
 			}
-			return newProxied(t, sess, real, limit)
+			return newProxied(t, sess, real, limit, d.InProcessServers)
 		}
 		return sess
 	}

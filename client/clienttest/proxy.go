@@ -13,7 +13,8 @@ import (
 // For a client that takes MST's proxy (Definition.ProxiedServers), the
 // suite does what the worker does: the session gets the servers' names
 // only (OpenParams.Proxied), and each trial its own proxies in front of
-// fresh servers (Trial.Servers). After the trial, the client's account of
+// fresh servers (Trial.Servers, or Trial.Conns for a client that takes
+// them in process). After the trial, the client's account of
 // its tool calls must agree with what the servers got, and the result's
 // servers and tool calls are the proxies' record, as in a transcript.
 
@@ -36,16 +37,18 @@ type proxied struct {
 	real []servers.Server
 	// maxCalls is the definition's ToolCallLimit for the session's options.
 	maxCalls int
+	// inProcess: the definition's InProcessServers (Trial.Conns).
+	inProcess bool
 }
 
-func newProxied(t *testing.T, sess client.Session, real []servers.Server, maxCalls int) *proxied {
+func newProxied(t *testing.T, sess client.Session, real []servers.Server, maxCalls int, inProcess bool) *proxied {
 	t.Helper()
 	h, err := mcpproxy.NewHost()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close() })
-	return &proxied{Session: sess, t: t, host: h, real: real, maxCalls: maxCalls}
+	return &proxied{Session: sess, t: t, host: h, real: real, maxCalls: maxCalls, inProcess: inProcess}
 }
 
 // Run starts the trial's servers behind proxies, runs the trial on them,
@@ -57,7 +60,11 @@ func (p *proxied) Run(ctx context.Context, tr client.Trial) (client.Result, erro
 	if err != nil {
 		return client.Result{}, err
 	}
-	tr.Servers = set.Servers()
+	if p.inProcess {
+		tr.Conns = set.Conns()
+	} else {
+		tr.Servers = set.Servers()
+	}
 	res, runErr := p.Session.Run(ctx, tr)
 	ev := set.Evidence()
 	set.Close()
