@@ -608,7 +608,11 @@ func (r *workerRun) runTrial(ctx context.Context, key transcript.Key, setting in
 			}
 			return finish()
 		}
-		trial.Servers = proxies.Servers()
+		if p.def.InProcessServers {
+			trial.Conns = proxies.Conns() // no MCP hop for a client in this process
+		} else {
+			trial.Servers = proxies.Servers()
+		}
 		// The servers start before the prompt: setup, as opening is.
 		t.Timing.SetupMs = ms(time.Since(setupStart))
 		start = time.Now()

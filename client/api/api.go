@@ -36,7 +36,7 @@ func Definition(providers *provider.Registry) *client.Definition {
 		// The session runs in the worker: it calls the proxies' own
 		// functions, with no MCP hop (docs/proxy.md, "Overhead").
 		InProcessServers: true,
-		CaseOverrides:  []string{"model", "clientOptions"},
+		CaseOverrides:    []string{"model", "clientOptions"},
 		Check: func(model string, options json.RawMessage) error {
 			return CheckOptions(providers, model, options)
 		},
