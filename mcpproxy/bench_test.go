@@ -16,7 +16,7 @@ import (
 )
 
 // BenchmarkProxyOverhead measures what the proxy adds to a tool call on the
-// same machine. The same echo call goes b.N times down each of four paths:
+// same machine. The same echo call goes b.N times down each of five paths:
 //
 //   - direct: straight to the stdio server;
 //   - sdk-http: a bare streamable-HTTP round trip of the official SDK (its
@@ -25,14 +25,18 @@ import (
 //   - sdk-proxy: a bare proxy made of the SDK alone (that server, forwarding
 //     each call to the stdio server through a session of its own), with
 //     none of MST's logic: the least any proxy built this way can cost;
-//   - proxied: through MST's proxy (loopback streamable HTTP, then stdio).
+//   - proxied: through MST's proxy's HTTP face (loopback streamable HTTP,
+//     then stdio), as a CLI client reaches it;
+//   - in-process: through the proxy's in-process face (Set.Conns, then
+//     stdio), as the api client reaches it.
 //
 // The paths take turns, 100 calls at a time, so that whatever else the
 // machine does weighs on all of them alike, and each path's figure is its
-// median turn. It prints each path's time per call, what the proxy adds
-// over a direct call (added), the part of that which is MST's own (ours:
-// proxied minus sdk-proxy), the ratio of proxied to direct and calls per
-// second through the proxy. See docs/proxy.md, "Overhead".
+// median turn. It prints each path's time per call, what each face of the
+// proxy adds over a direct call (added for HTTP, in-process-added), the
+// part of the HTTP face's cost which is MST's own (ours: proxied minus
+// sdk-proxy), the ratio of proxied to direct and calls per second through
+// each face. See docs/proxy.md, "Overhead".
 //
 //	go test ./mcpproxy -run '^$' -bench ProxyOverhead -benchtime 3000x -count 3
 func BenchmarkProxyOverhead(b *testing.B) {
@@ -56,6 +60,7 @@ func BenchmarkProxyOverhead(b *testing.B) {
 			return up
 		}()),
 		connectHTTP(b, set, 0),
+		set.Conns()[0],
 	}
 	call := func(c *servers.Conn) {
 		if _, err := c.Call(ctx, "echo", args); err != nil {
@@ -92,7 +97,7 @@ func BenchmarkProxyOverhead(b *testing.B) {
 		slices.Sort(turns[i])
 		return turns[i][len(turns[i])/2]
 	}
-	d, hop, bare, p := per(0), per(1), per(2), per(3)
+	d, hop, bare, p, local := per(0), per(1), per(2), per(3), per(4)
 	b.ReportMetric(d, "direct-µs/call")
 	b.ReportMetric(hop, "sdk-http-µs/call")
 	b.ReportMetric(bare, "sdk-proxy-µs/call")
@@ -101,6 +106,9 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	b.ReportMetric(p-bare, "ours-µs/call")
 	b.ReportMetric(1e6/p, "proxied-calls/s")
 	b.ReportMetric(p/d, "ratio")
+	b.ReportMetric(local, "in-process-µs/call")
+	b.ReportMetric(local-d, "in-process-added-µs/call")
+	b.ReportMetric(1e6/local, "in-process-calls/s")
 }
 
 // sdkServer is a client, over streamable HTTP on the loopback, of a bare
@@ -134,4 +142,26 @@ func sdkServer(b *testing.B, up *servers.Conn) *servers.Conn {
 	}
 	b.Cleanup(func() { c.Close() })
 	return c
+}
+
+// BenchmarkInProcessFace measures the in-process face's own work on a
+// call, with no I/O: the echo tool is declared a write and the dry run
+// answers it, so what is timed is the client's Conn.Call (the offered-tool
+// check, the arguments compacted as the SDK would send them) and the
+// proxy's handling (tracking the call, the call limit, the fault checks,
+// the record).
+//
+//	go test ./mcpproxy -run '^$' -bench InProcessFace -benchtime 100000x
+func BenchmarkInProcessFace(b *testing.B) {
+	srv := testServer(b, "tools")
+	srv.Writes, srv.DryRun = []string{"echo"}, servers.DryRunDeclared
+	srv.Simulated = map[string]servers.SimulatedResult{"echo": {Text: "echo: hello"}}
+	c := open(b, newHost(b), "bench", srv).Conns()[0]
+	ctx, args := context.Background(), json.RawMessage(`{"text": "hello"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Call(ctx, "echo", args); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
