@@ -10,14 +10,18 @@
 // delete on pods; create and get on pods/exec), which New checks with
 // kubectl auth can-i before anything starts. The worker image must hold
 // this MST version at the path the mst option gives (/mst by default) and
-// must be pullable by the cluster's nodes: the image `mst runner setup
-// docker` builds (mst-worker:<version>) is only on the local Docker host,
+// must be pullable by the cluster's nodes. By default it is DefaultImage,
+// the Debian worker image `mst runner setup docker --with debian` builds
+// (mst-worker:<version>-debian), which is only on the local Docker host,
 // so a real cluster needs it pushed to a registry (--runner-option
 // image=REF) or loaded into the nodes (kind load, minikube image load).
 // Copies run tar inside the pod, which each new pod checks, and stopping a
 // cancelled command runs env there, so the image needs both (a busybox is
-// enough); the FROM-scratch image has neither, which is why the tar and env
-// options exist (see docs/kubernetes.md).
+// enough); the Debian images have them, the FROM-scratch image has
+// neither, which is why the tar and env options exist (see
+// docs/kubernetes.md). A worker's pod sets MST_CLIENT_SETUP, so a worker
+// whose CLI client is missing from the image says which setup command
+// builds one that has it.
 //
 // Pods meet the restricted Pod Security Standard unless the podSecurity
 // option says baseline: they run as a uid other than root (DefaultUser

@@ -11,7 +11,7 @@ func TestImageHelp(t *testing.T) {
 	t.Parallel()
 	for _, version := range []string{"1.2.0", ""} {
 		msg := imageHelp("/opt/mst", version)
-		want := []string{"mst runner setup docker", "--runner-option image=REF", "--runner-option mst=PATH", "/opt/mst", "CGO_ENABLED=0"}
+		want := []string{"mst runner setup docker --with debian", "--runner-option image=REF", "--runner-option mst=PATH", "/opt/mst", "CGO_ENABLED=0"}
 		if version != "" {
 			want = append(want, "mst "+version)
 		}

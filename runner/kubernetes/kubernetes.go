@@ -74,7 +74,7 @@ const MaxShards = 64
 
 const optionsSchema = `{"type":"object","additionalProperties":false,"required":["namespace"],"properties":{
   "namespace": {"type":"string","description":"Namespace the shards' pods are created in; it must exist."},
-  "image": {"type":"string","description":"Worker image the pods run; the cluster's nodes must be able to pull it, and it must hold this MST version.","x-defaultDescription":"mst-worker:<mst version>, as mst runner setup docker builds it"},
+  "image": {"type":"string","description":"Worker image the pods run; the cluster's nodes must be able to pull it, and it must hold this MST version.","x-defaultDescription":"mst-worker:<mst version>-debian, the Debian worker image mst runner setup docker --with debian builds (it has tar and env)"},
   "mst": {"type":"string","description":"Path of mst inside the image.","default":"/mst"},
   "context": {"type":"string","description":"kubeconfig context to use.","x-defaultDescription":"kubectl's current context"},
   "kubeconfig": {"type":"string","description":"Path of the kubeconfig file on this machine.","x-defaultDescription":"KUBECONFIG, or ~/.kube/config"},
@@ -111,6 +111,14 @@ func Definition() *runner.Definition {
 		Coordinator:     CreateCoordinator,
 	}
 }
+
+// DefaultImage is the worker image the pods run when the image option is
+// not given: the Debian worker image of an MST version, which `mst runner
+// setup docker --with debian` builds and tags so (as the docker runner's
+// userland images are named). Not the minimal FROM-scratch image the
+// docker runner runs by default: the copies in and out of a pod need tar
+// in the image, which only the Debian images have.
+func DefaultImage(version string) string { return runner.WorkerImage(version) + "-debian" }
 
 // settings are the runner's options, decoded.
 type settings struct {
@@ -216,7 +224,7 @@ func New(ctx context.Context, p runner.Params) (runner.Runner, error) {
 		if version == "" {
 			return nil, errors.New("kubernetes runner: no MST version to name the worker image by: pass --runner-option image=REF")
 		}
-		image = runner.WorkerImage(version)
+		image = DefaultImage(version)
 	}
 	k, err := readyKubectl(ctx, set)
 	if err != nil {

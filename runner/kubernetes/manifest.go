@@ -68,6 +68,17 @@ const (
 	volumeTmp    = "tmp"
 )
 
+// clientSetupEnv is the variable that tells a worker how a client's
+// program gets onto its machine (shard.ClientSetupEnv, which a runner
+// cannot import), and clientSetup what a worker's pod says in it: the
+// client's name stands for {client}.
+const (
+	clientSetupEnv = "MST_CLIENT_SETUP"
+	clientSetup    = "this worker runs in a Kubernetes pod whose image lacks it: build a worker image that has it with " +
+		"`mst runner setup docker --with {client}` (adding the names of the other programs the eval runs there), " +
+		"push it where the cluster's nodes pull from, and pass it as --runner-option image=REF"
+)
+
 // TokensDir is where the pod mounts an in-memory emptyDir for the worker's
 // tokens.
 const TokensDir = "/run/mst"
@@ -192,7 +203,7 @@ func podManifest(name string, spec podSpec, set settings, image, version string)
 				Name:            ContainerName,
 				Image:           image,
 				Command:         idleCommand(set.mst, spec.deadline),
-				Env:             []envVar{{Name: "HOME", Value: "/tmp"}},
+				Env:             []envVar{{Name: "HOME", Value: "/tmp"}, {Name: clientSetupEnv, Value: clientSetup}},
 				SecurityContext: securityContext{AllowPrivilegeEscalation: false},
 				VolumeMounts: []volumeMount{
 					{Name: volumeTokens, MountPath: TokensDir},

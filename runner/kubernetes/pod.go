@@ -93,7 +93,8 @@ func checkTarArgv(set settings) []string {
 func checkTar(ctx context.Context, k *kubectl, name, image string, set settings) error {
 	if _, err := k.run(ctx, nil, k.execArgs(name, false, checkTarArgv(set)...)...); err != nil {
 		return fmt.Errorf("the image %s has no tar at %q that runs (%w): the runner copies files in and out of the pod, the bundle first, with tar there. "+
-			"Use an image that has tar, such as a Debian-based one or one with a static busybox, or name its tar with --runner-option %s=PATH", image, set.tar, err, OptionTar)
+			"Use an image that has tar: the Debian worker image, which `mst runner setup docker --with debian` builds (as mst-worker:<version>-debian; every --with image has tar too; push it where the nodes pull from), "+
+			"an image of your own that is Debian-based or has a static busybox, or name its tar with --runner-option %s=PATH. MST's minimal FROM-scratch image (plain `mst runner setup docker`) has no tar", image, set.tar, err, OptionTar)
 	}
 	return nil
 }
@@ -123,7 +124,7 @@ func imageHelp(mst, version string) string {
 	if version != "" {
 		v = "mst " + version
 	}
-	return fmt.Sprintf("Build the worker image of this version with `mst runner setup docker`, push it where the cluster's nodes pull from, "+
+	return fmt.Sprintf("Build the Debian worker image of this version with `mst runner setup docker --with debian` (it has the tar the copies need), push it where the cluster's nodes pull from, "+
 		"and name it with --runner-option image=REF; or put %s in your own image (a static build runs in any image: "+
 		"CGO_ENABLED=0 GOOS=linux go build -o mst ./cmd/mst) and name its path with --runner-option mst=PATH when it is not %s", v, mst)
 }

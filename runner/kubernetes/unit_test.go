@@ -14,6 +14,7 @@ import (
 
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/runner/internal/clicmd"
+	"github.com/mst-eval/mst/shard"
 )
 
 func TestParseSettings(t *testing.T) {
@@ -147,7 +148,7 @@ func TestPodManifest(t *testing.T) {
 				"name":            "worker",
 				"image":           image,
 				"command":         []any{mst, "runner", "idle"},
-				"env":             []any{map[string]any{"name": "HOME", "value": "/tmp"}},
+				"env":             []any{map[string]any{"name": "HOME", "value": "/tmp"}, map[string]any{"name": "MST_CLIENT_SETUP", "value": clientSetup}},
 				"securityContext": restrictedContainer(),
 				"volumeMounts": []any{
 					map[string]any{"name": "mst-run", "mountPath": "/run/mst"},
@@ -374,5 +375,32 @@ func TestTarRoundTrip(t *testing.T) {
 	}
 	if err := runner.ReadTar(bytes.NewReader(nil), filepath.Join(t.TempDir(), "x")); err == nil {
 		t.Error("readTar of an empty stream = nil error")
+	}
+}
+
+// TestClientSetupEnv checks that a worker's pod tells it how a client's
+// program gets into the image in the variable the worker reads, with the
+// setup command for the client and the push a cluster needs.
+func TestClientSetupEnv(t *testing.T) {
+	if clientSetupEnv != shard.ClientSetupEnv {
+		t.Errorf("the pods set %s, and workers read %s", clientSetupEnv, shard.ClientSetupEnv)
+	}
+	hint := strings.ReplaceAll(clientSetup, "{client}", "codex-cli")
+	for _, want := range []string{"`mst runner setup docker --with codex-cli`", "push it", "--runner-option image=REF"} {
+		if !strings.Contains(hint, want) {
+			t.Errorf("the hint for codex-cli is %q, want it to say %q", hint, want)
+		}
+	}
+}
+
+// TestDefaultImage checks that the pods run, by default, the Debian worker
+// image, which has the tar the copies need, and that the help for an
+// image without tar or mst names the setup command that builds it.
+func TestDefaultImage(t *testing.T) {
+	if got, want := DefaultImage("1.2.0"), "mst-worker:1.2.0-debian"; got != want {
+		t.Errorf("DefaultImage(1.2.0) = %q, want %q", got, want)
+	}
+	if help := imageHelp("/mst", "1.2.0"); !strings.Contains(help, "`mst runner setup docker --with debian`") {
+		t.Errorf("imageHelp = %q, want it to name the setup command of the Debian image", help)
 	}
 }
