@@ -173,31 +173,11 @@ func CompareRuns(base, run Report, baseTools, runTools ToolHashes) RunComparison
 			out.OnlyInRun = append(out.OnlyInRun, v.Variant)
 			continue
 		}
-		cells := make([][]cell, len(cases))
-		complete := make([]bool, len(cases))
-		for ci, id := range cases {
-			b, r := baseCases[id], runRows[id]
-			bc, rc := variantCell(b, v.Variant), variantCell(r, v.Variant)
-			cells[ci] = []cell{
-				{present: bc.Trials, graded: bc.Graded, passed: bc.Passed},
-				{present: rc.Trials, graded: rc.Graded, passed: rc.Passed},
-			}
-			complete[ci] = b.Complete && r.Complete
-		}
-		p := compare("base", "run", cases, cells, complete, 0, 1)
-		vc := VariantChange{
-			Variant: v.Variant,
-			Base:    RateStats{PassRate: bv.PassRate, Interval: bv.Interval, Passed: bv.Passed, Graded: bv.Graded},
-			Run:     RateStats{PassRate: v.PassRate, Interval: v.Interval, Passed: v.Passed, Graded: v.Graded},
-			Paired:  p, Changed: []PairedCase{},
-		}
-		for _, pc := range p.PerCase {
-			if pc.A != pc.B {
-				vc.Changed = append(vc.Changed, pc)
-			}
-		}
-		vc.Worse = p.Cases > 0 && *p.MeanDifference < 0 && *p.SignTestP < regressionAlpha
-		out.Variants = append(out.Variants, vc)
+		p, changed := pairVariant(v.Variant, "base", "run", cases, baseCases, runRows)
+		out.Variants = append(out.Variants, VariantChange{
+			Variant: v.Variant, Base: rateStats(bv), Run: rateStats(v),
+			Paired: p, Changed: changed, Worse: worse(p),
+		})
 	}
 	for _, v := range base.Variants {
 		if !inRun[v.Variant] {
@@ -241,6 +221,43 @@ func CompareRuns(base, run Report, baseTools, runTools ToolHashes) RunComparison
 		out.Servers = append(out.Servers, sc)
 	}
 	return out
+}
+
+// pairVariant compares variant between two reports case by case: a and b
+// name the sides, cases are the ids in both, aRows and bRows the reports'
+// rows by id. A case counts when it is complete on both sides. It returns
+// the comparison and the paired cases whose pass fraction changed.
+func pairVariant(variant, a, b string, cases []string, aRows, bRows map[string]CaseRow) (Comparison, []PairedCase) {
+	cells := make([][]cell, len(cases))
+	complete := make([]bool, len(cases))
+	for ci, id := range cases {
+		ar, br := aRows[id], bRows[id]
+		ac, bc := variantCell(ar, variant), variantCell(br, variant)
+		cells[ci] = []cell{
+			{present: ac.Trials, graded: ac.Graded, passed: ac.Passed},
+			{present: bc.Trials, graded: bc.Graded, passed: bc.Passed},
+		}
+		complete[ci] = ar.Complete && br.Complete
+	}
+	p := compare(a, b, cases, cells, complete, 0, 1)
+	changed := []PairedCase{}
+	for _, pc := range p.PerCase {
+		if pc.A != pc.B {
+			changed = append(changed, pc)
+		}
+	}
+	return p, changed
+}
+
+// worse says the second side of p passes less often than the first, and
+// the sign test says so at the 5% level.
+func worse(p Comparison) bool {
+	return p.Cases > 0 && *p.MeanDifference < 0 && *p.SignTestP < regressionAlpha
+}
+
+// rateStats is the pass rate of v.
+func rateStats(v VariantStats) RateStats {
+	return RateStats{PassRate: v.PassRate, Interval: v.Interval, Passed: v.Passed, Graded: v.Graded}
 }
 
 // hashList is a hash set as a sorted list, empty rather than null.

@@ -16,7 +16,7 @@ import (
 var updateSchema = flag.Bool("update", false, "rewrite schema.json from the Go types, keeping its descriptions")
 
 // TestSchemaUpToDate fails when schema.json does not describe the JSON
-// that Report and RunComparison marshal to: a field added, removed or
+// that Report, RunComparison and GradeSetComparison marshal to: a field added, removed or
 // retyped in Go must be in the schema too. With -update it rewrites the
 // file from the Go types, keeping every description it had; describe the
 // new fields by hand afterwards.
@@ -28,8 +28,10 @@ func TestSchemaUpToDate(t *testing.T) {
 	g := schemaGen{defs: map[string]any{}}
 	g.of(reflect.TypeFor[report.Report]())
 	g.of(reflect.TypeFor[report.RunComparison]())
+	g.of(reflect.TypeFor[report.GradeSetComparison]())
 	setConst(g.defs, "Report", report.Kind, report.Version)
 	setConst(g.defs, "RunComparison", report.CompareKind, report.CompareVersion)
+	setConst(g.defs, "GradeSetComparison", report.GradesCompareKind, report.GradesCompareVersion)
 	oldDefs, _ := old["$defs"].(map[string]any)
 	for name, d := range g.defs {
 		od, _ := oldDefs[name].(map[string]any)
@@ -67,7 +69,7 @@ func TestSchemaUpToDate(t *testing.T) {
 		}
 		return
 	}
-	t.Errorf("report/schema.json does not match the Go types of Report and RunComparison; run go test ./report -run TestSchemaUpToDate -update, then describe any new field in it")
+	t.Errorf("report/schema.json does not match the Go types of Report, RunComparison and GradeSetComparison; run go test ./report -run TestSchemaUpToDate -update, then describe any new field in it")
 }
 
 func setConst(defs map[string]any, name, kind string, version int) {

@@ -162,9 +162,7 @@ func worseFailures(c report.RunComparison) []string {
 	var out []string
 	for _, v := range c.Variants {
 		if v.Worse {
-			p := v.Paired
-			out = append(out, fmt.Sprintf("variant %s passes less often than in base run %s: mean difference %+.2f [95%% CI %+.2f … %+.2f] over %d paired cases, sign test p=%.3f",
-				transcript.Printable(v.Variant), transcript.Printable(c.Base.ID), *p.MeanDifference, p.Interval.Low, p.Interval.High, p.Cases, *p.SignTestP))
+			out = append(out, worseLine(v.Variant, "than in base run "+transcript.Printable(c.Base.ID), v.Paired))
 		}
 	}
 	return out

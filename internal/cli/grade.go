@@ -47,8 +47,9 @@ func newGradeCmd(stdio Stdio) *cobra.Command {
 run stored it, then print the report from the new grades.
 
 The grades go into a new grade set beside the run's others: a run keeps every
-set, and mst report RUN --grades N shows any of them (the newest by default).
-A run collected with mst run --no-grade gets its first set this way.
+set, and mst report RUN --grades N shows any of them (the newest by default);
+mst compare RUN --base-grades N compares the newest with set N, trial by
+trial. A run collected with mst run --no-grade gets its first set this way.
 
 Judges get their keys from --secrets-file, or from MST's environment, and
 wait for room under the eval's limits.providers. A judge that fails gives an
@@ -65,7 +66,8 @@ is lost loses only the grades in flight: --resume N finishes the set.
 		Example: `  mst grade mst-results/quickstart/runs/quickstart-20261130-101500-a1b2c3
   mst grade quickstart-20261130-101500-a1b2c3 --graders judges.yaml --secrets-file ~/.config/mst/secrets.env
   mst grade quickstart-20261130-101500-a1b2c3 --runner docker --runner-option shards=4
-  mst report quickstart-20261130-101500-a1b2c3 --grades 1`,
+  mst report quickstart-20261130-101500-a1b2c3 --grades 1
+  mst compare quickstart-20261130-101500-a1b2c3 --base-grades 1`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return gradeRun(cmd.Context(), stdio, args[0], f)

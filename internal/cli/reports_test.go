@@ -277,9 +277,17 @@ func TestSchemaDescribesJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A second grade set of the changed run, for mst compare RUN
+	// --base-grades 1.
+	graders := filepath.Join(r.dir, "graders.yaml")
+	os.WriteFile(graders, []byte("- toolCalled: echo\n"), 0o644)
+	if code, _, stderr := mst(t, nil, "grade", r.changed, "--graders", graders); code != 0 {
+		t.Fatalf("mst grade --graders exited %d\n%s", code, stderr)
+	}
 	for _, args := range [][]string{
 		{"report", r.base, "--json"}, {"report", r.changed, "--json"},
 		{"compare", r.base, r.changed, "--json"}, {"compare", r.changed, r.changed, "--json"},
+		{"compare", r.changed, "--base-grades", "1", "--json"},
 	} {
 		_, out, _ := mst(t, nil, args...)
 		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(out))
@@ -291,12 +299,13 @@ func TestSchemaDescribesJSON(t *testing.T) {
 		}
 	}
 	kinds := map[string][]string{
-		"mst.report":     {"report", r.base, "--json"},
-		"mst.compare":    {"compare", r.base, r.changed, "--json"},
-		"mst.clients":    {"clients", "--json"},
-		"mst.client":     {"clients", "show", "api", "--json"},
-		"mst.runners":    {"runner", "list", "--json"},
-		"mst.validation": {"validate", filepath.Join(r.dir, "base.yaml"), "--json"},
+		"mst.report":         {"report", r.base, "--json"},
+		"mst.compare":        {"compare", r.base, r.changed, "--json"},
+		"mst.compare-grades": {"compare", r.changed, "--base-grades", "1", "--json"},
+		"mst.clients":        {"clients", "--json"},
+		"mst.client":         {"clients", "show", "api", "--json"},
+		"mst.runners":        {"runner", "list", "--json"},
+		"mst.validation":     {"validate", filepath.Join(r.dir, "base.yaml"), "--json"},
 	}
 	for kind, args := range kinds {
 		_, out, _ := mst(t, nil, args...)
