@@ -3,11 +3,21 @@
 //
 // For every trial the worker opens a Set: one fresh connection to each of
 // the variant's servers (stdio or streamable HTTP, through package servers)
-// and, in front of each, an MCP server of MST's own (the official Go SDK)
-// that the client reaches over streamable HTTP on the loopback, at a path
-// and with a bearer token no one else knows. The client is handed these
-// endpoints in place of the servers (client.Trial.Servers); the servers'
-// secrets stay with the proxy.
+// and a proxy in front of each, which the client reaches by one of its
+// faces:
+//
+//   - over streamable HTTP on the loopback (Set.Servers), an MCP server of
+//     MST's own (the official Go SDK) at a path and with a bearer token no
+//     one else knows, for a client in a process of its own (a CLI);
+//   - over stdio (Set.StdioServers), mst mcp-stdio relaying to that
+//     endpoint, for a client that can only start programs;
+//   - in this process (Set.Conns), servers.Conn values whose calls go to
+//     the proxy as function calls, with no MCP encoding, for a client that
+//     runs inside the worker (the api client).
+//
+// The client is handed these in place of the servers (client.Trial.Servers
+// or Trial.Conns); the servers' secrets stay with the proxy. Every face
+// meets the same handling of a call, below, and the same record.
 //
 // Each proxy, as the variant asks:
 //
