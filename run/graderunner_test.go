@@ -25,6 +25,7 @@ import (
 	"github.com/mst-eval/mst/run"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/secrets"
+	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
 )
@@ -67,13 +68,20 @@ func judgeScript() providertest.Script {
 // watched is def whose shards copy what the coordinator writes to each
 // worker into tap, and call seen once with each worker's first line.
 func watched(def *runner.Definition, tap io.Writer, seen func(runner.Shard)) *runner.Definition {
-	return wrapRunner(def, func(r runner.Runner) runner.Runner { return watchRunner{r, tap, seen} })
+	return wrapRunner(def, func(r runner.Runner) runner.Runner { return watchRunner{r, tap, seen, nil} })
+}
+
+// heardBy is def whose shards hand heard every chunk their worker writes to
+// the coordinator, before the coordinator reads it.
+func heardBy(def *runner.Definition, heard func([]byte)) *runner.Definition {
+	return wrapRunner(def, func(r runner.Runner) runner.Runner { return watchRunner{r, io.Discard, nil, heard} })
 }
 
 type watchRunner struct {
 	runner.Runner
-	tap  io.Writer
-	seen func(runner.Shard)
+	tap   io.Writer
+	seen  func(runner.Shard)
+	heard func([]byte)
 }
 
 func (r watchRunner) RunShard(ctx context.Context, s runner.Shard) (runner.ShardReport, error) {
@@ -84,6 +92,9 @@ func (r watchRunner) RunShard(ctx context.Context, s runner.Shard) (runner.Shard
 			n, err := in.Read(p)
 			if n > 0 && r.seen != nil {
 				once.Do(func() { r.seen(s) }) // the worker is running: it wrote
+			}
+			if n > 0 && r.heard != nil {
+				r.heard(p[:n])
 			}
 			return n, err
 		})
@@ -243,12 +254,48 @@ func (h *holdAfter) serve(t *testing.T, target string) string {
 	return srv.URL
 }
 
+// messageCounter counts the protocol messages of one type in a worker's
+// output as the coordinator reads it, and closes first at the first.
+type messageCounter struct {
+	pattern []byte
+	first   chan struct{}
+
+	mu    sync.Mutex
+	carry []byte // the end of the output so far, too short to hold pattern
+	n     int
+}
+
+func newMessageCounter(typ string) *messageCounter {
+	return &messageCounter{pattern: []byte(`"type":"` + typ + `"`), first: make(chan struct{})}
+}
+
+// heard counts the messages that end in p; one may have begun in an
+// earlier chunk.
+func (c *messageCounter) heard(p []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	buf := append(c.carry, p...)
+	was := c.n
+	c.n += bytes.Count(buf, c.pattern)
+	if was == 0 && c.n > 0 {
+		close(c.first)
+	}
+	c.carry = append([]byte(nil), buf[max(0, len(buf)-len(c.pattern)+1):]...)
+}
+
+func (c *messageCounter) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
 // TestGradeShardLost grades a stored run with mst grade --runner
-// processes, one grade shard, and kills the grade worker once it has
-// graded some trials and holds more in flight: the grades that came back
-// are stored, the set is partial and the error says how to finish it; a
-// --resume on the runner then grades only the trials without a grade, and
-// the set ends with one grade per trial.
+// processes, one grade shard, and kills the grade worker once the
+// coordinator has received a grade from it and it holds a judge request in
+// flight: every grade the coordinator received before the kill is stored,
+// the set is partial and the error says how to finish it; a --resume on
+// the runner then grades exactly the trials without a grade, and the set
+// ends with one grade per trial.
 func TestGradeShardLost(t *testing.T) {
 	fake := providertest.New(t, judgeScript())
 	hold := &holdAfter{held: make(chan struct{})}
@@ -280,9 +327,10 @@ func TestGradeShardLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	graded := newMessageCounter(shard.TypeGraded)
 	on := func() *run.GradeOn {
 		return &run.GradeOn{
-			Runner:  runner.ProcessesDefinition(),
+			Runner:  heardBy(runner.ProcessesDefinition(), graded.heard),
 			Chosen:  run.RunnerChoice{Options: map[string]string{"dir": t.TempDir()}, Shards: 1, Keep: runner.KeepNever},
 			Secrets: run.OnlyNames(set, p.JudgeKeys()), Limits: map[string]int{"anthropic": 2},
 			MST: o.MST, MSTVersion: o.MSTVersion, Logger: o.Logger,
@@ -290,13 +338,17 @@ func TestGradeShardLost(t *testing.T) {
 	}
 	specs := p.Config.Graders
 	killed := make(chan struct{})
+	receivedBefore := 0 // grades the coordinator had received when the kill was sent
 	go func() {
 		defer close(killed)
-		select {
-		case <-hold.held:
-		case <-t.Context().Done():
-			return
+		for _, ev := range []chan struct{}{hold.held, graded.first} {
+			select {
+			case <-ev:
+			case <-t.Context().Done():
+				return
+			}
 		}
+		receivedBefore = graded.count()
 		for _, pr := range descendants(os.Getpid()) {
 			if bytes.Contains(pr.cmdline, []byte("grade-shard")) {
 				syscall.Kill(pr.pid, syscall.SIGKILL)
@@ -321,13 +373,14 @@ func TestGradeShardLost(t *testing.T) {
 		}
 		return nil
 	})
-	// On a loaded machine the kill may land before any grade came back:
-	// then nothing is kept, which is still right.
-	if len(first) > int(hold.passed.Load()) || len(first) == 12 {
-		t.Fatalf("after the kill set 1 holds %d grades, with %d judge answers given; want at most the answers, not all", len(first), hold.passed.Load())
+	// The set keeps every grade the coordinator received before the kill,
+	// and none it never received; the trials in flight have none.
+	if received := graded.count(); len(first) < receivedBefore || len(first) > received || len(first) >= 12 {
+		t.Fatalf("after the kill set 1 holds %d grades; the coordinator had received %d when the worker was killed and %d in all; want at least %[2]d, at most %[3]d, and fewer than 12", len(first), receivedBefore, received)
 	}
-	if len(first) == 0 {
-		t.Logf("the kill came before any grade was back: the resume grades every trial")
+	t.Logf("set 1 kept %d grades; the coordinator had received %d when the worker was killed, %d in all", len(first), receivedBefore, graded.count())
+	if len(first) > int(hold.passed.Load())+12-out.Run.Counts.Answered {
+		t.Fatalf("after the kill set 1 holds %d grades, with %d judge answers given; want at most one per answer or unanswered trial", len(first), hold.passed.Load())
 	}
 
 	before := len(fake.Requests())
