@@ -10,6 +10,7 @@ import (
 // cell accumulates one case under one variant.
 type cell struct {
 	present, graded, passed int
+	gradeErrors             int // trials whose grade errored
 }
 
 // variantAcc accumulates one variant over all its transcripts.
@@ -100,38 +101,163 @@ func (a variantAcc) errorGroups() []ErrorGroup {
 // Build computes the report of one run. It never fails: an empty or partial
 // input gives a report with nulls where nothing could be measured.
 func Build(in Input) Report {
-	variants := in.Variants
-	if len(variants) == 0 {
-		for _, name := range in.Run.Variants {
-			variants = append(variants, VariantInfo{Name: name})
-		}
-	}
-	cases := in.Cases
-	if cases == nil {
+	if in.Cases == nil {
 		seen := map[string]bool{}
 		for _, t := range in.Trials {
 			if !seen[t.Case] {
 				seen[t.Case] = true
-				cases = append(cases, t.Case)
+				in.Cases = append(in.Cases, t.Case)
 			}
 		}
 	}
-	k := max(in.Run.Trials, 1)
+	b := NewBuilder(in)
+	for _, t := range in.Trials {
+		b.Add(t)
+	}
+	return b.Report()
+}
 
-	vIndex := make(map[string]int, len(variants))
-	for i, v := range variants {
-		vIndex[v.Name] = i
-	}
-	cIndex := make(map[string]int, len(cases))
-	for i, c := range cases {
-		cIndex[c] = i
-	}
-	cells := make([][]cell, len(cases))
-	for i := range cells {
-		cells[i] = make([]cell, len(variants))
-	}
-	accs := make([]variantAcc, len(variants))
+// Builder builds the report of one run from its trials, given one at a
+// time in any order: the report is the same whatever the order. What it
+// keeps grows with the plan (cases × variants, and one bit per planned
+// trial), by 8 bytes per trial that ended with a duration and 8 per judge
+// score, never by a record per trial, so that a run of 100,000 trials is
+// reported in about the memory of one of 10,000. A Builder is not safe for
+// concurrent use.
+type Builder struct {
+	in       Input
+	variants []VariantInfo
+	cases    []string
+	k        int
+	vIndex   map[string]int
+	cIndex   map[string]int
+	cells    [][]cell
+	accs     []variantAcc
+	judges   [][]*judgeAcc // by variant, in the order the judges first appear
+	seen     planBits
+	counts   transcript.Counts
+	ignored  int
+}
 
+// NewBuilder starts the report of in's run. in.Trials are not read (add
+// them with Add); in.Cases must list the cases (Build finds them in the
+// trials when they are not given).
+func NewBuilder(in Input) *Builder {
+	in.Trials = nil
+	b := &Builder{in: in, variants: slices.Clone(in.Variants), cases: in.Cases, k: max(in.Run.Trials, 1)}
+	if len(b.variants) == 0 {
+		for _, name := range in.Run.Variants {
+			b.variants = append(b.variants, VariantInfo{Name: name})
+		}
+	}
+	b.vIndex = make(map[string]int, len(b.variants))
+	for i, v := range b.variants {
+		b.vIndex[v.Name] = i
+	}
+	b.cIndex = make(map[string]int, len(b.cases))
+	for i, c := range b.cases {
+		b.cIndex[c] = i
+	}
+	b.cells = make([][]cell, len(b.cases))
+	for i := range b.cells {
+		b.cells[i] = make([]cell, len(b.variants))
+	}
+	b.accs = make([]variantAcc, len(b.variants))
+	b.judges = make([][]*judgeAcc, len(b.variants))
+	// seen marks the planned trials met, one bit each: a trial's place in
+	// the plan stands for its key, so no map of keys is built.
+	b.seen = newPlanBits(len(b.cases), len(b.variants), b.k)
+	return b
+}
+
+// Add counts one trial. A trial outside the plan (an unknown case or
+// variant, a trial index out of range) or met before is not counted, and
+// the report says how many were ignored.
+func (b *Builder) Add(t Trial) {
+	vi, okV := b.vIndex[t.Variant]
+	ci, okC := b.cIndex[t.Case]
+	if !okV || !okC || t.Trial < 1 || t.Trial > b.k || !b.seen.mark(ci, vi, t.Trial) {
+		b.ignored++
+		return
+	}
+	b.counts.Add(t.Status)
+
+	c := &b.cells[ci][vi]
+	c.present++
+	if t.Graded {
+		c.graded++
+		if t.Passed {
+			c.passed++
+		}
+	}
+	if t.GradeError != "" {
+		c.gradeErrors++
+	}
+
+	a := &b.accs[vi]
+	a.trials++
+	a.input += t.InputTokens
+	a.output += t.OutputTokens
+	switch t.Status {
+	case transcript.Answered:
+		a.outcomes.Answered++
+	case transcript.NoAnswer:
+		a.outcomes.NoAnswer++
+	case transcript.TimedOut:
+		a.outcomes.TimedOut++
+	case transcript.Errored:
+		a.outcomes.Errored++
+		switch t.Cause {
+		case transcript.CauseClient:
+			a.errors.Client++
+		case transcript.CauseServer:
+			a.errors.Server++
+		case transcript.CauseProvider:
+			a.errors.Provider++
+		case transcript.CauseRunner:
+			a.errors.Runner++
+		default:
+			a.errors.Other++
+		}
+	case transcript.Cancelled:
+		a.outcomes.Cancelled++
+	case transcript.Skipped:
+		a.outcomes.Skipped++
+	default:
+		a.outcomes.Other++
+	}
+	switch t.Status {
+	case transcript.Errored, transcript.Skipped:
+		a.add(ci, t)
+	}
+	switch t.Status {
+	case transcript.Answered, transcript.NoAnswer, transcript.TimedOut:
+		a.durations = append(a.durations, t.DurationMs)
+		a.toolCalls += t.ToolCalls
+	}
+	b.addJudges(vi, ci, t.Judges) // judges.go
+}
+
+// Describe sets the client and model shown for variant name, when they
+// are known only from its trials.
+func (b *Builder) Describe(name, client, model string) {
+	if i, ok := b.vIndex[name]; ok {
+		b.variants[i].Client, b.variants[i].Model = client, model
+	}
+}
+
+// SetRun replaces the run record the report shows (its state, note, end
+// and shards), once the run has ended. Its variants and trials per case
+// must be those the Builder was made with.
+func (b *Builder) SetRun(rec transcript.Run) { b.in.Run = rec }
+
+// SetGradeSet says which grade set the report shows.
+func (b *Builder) SetGradeSet(g *GradeSetInfo) { b.in.GradeSet = g }
+
+// Report computes the report of the trials added so far.
+func (b *Builder) Report() Report {
+	variants, cases, cells, k := b.variants, b.cases, b.cells, b.k
+	in := b.in
 	r := Report{
 		Kind:    Kind,
 		Version: Version,
@@ -145,72 +271,10 @@ func Build(in Input) Report {
 			TrialsPerCase: k,
 			ShardTrials:   shardTrials(in.Run.Runner),
 		},
+		Counts:  b.counts,
+		Ignored: b.ignored,
 	}
 	r.Counts.Planned = len(cases) * len(variants) * k
-
-	// seen marks the planned trials met, one bit each: a trial's place in
-	// the plan stands for its key, so no map of keys is built.
-	seen := newPlanBits(len(cases), len(variants), k)
-	for _, t := range in.Trials {
-		vi, okV := vIndex[t.Variant]
-		ci, okC := cIndex[t.Case]
-		if !okV || !okC || t.Trial < 1 || t.Trial > k || !seen.mark(ci, vi, t.Trial) {
-			r.Ignored++
-			continue
-		}
-		r.Counts.Add(t.Status)
-
-		c := &cells[ci][vi]
-		c.present++
-		if t.Graded {
-			c.graded++
-			if t.Passed {
-				c.passed++
-			}
-		}
-
-		a := &accs[vi]
-		a.trials++
-		a.input += t.InputTokens
-		a.output += t.OutputTokens
-		switch t.Status {
-		case transcript.Answered:
-			a.outcomes.Answered++
-		case transcript.NoAnswer:
-			a.outcomes.NoAnswer++
-		case transcript.TimedOut:
-			a.outcomes.TimedOut++
-		case transcript.Errored:
-			a.outcomes.Errored++
-			switch t.Cause {
-			case transcript.CauseClient:
-				a.errors.Client++
-			case transcript.CauseServer:
-				a.errors.Server++
-			case transcript.CauseProvider:
-				a.errors.Provider++
-			case transcript.CauseRunner:
-				a.errors.Runner++
-			default:
-				a.errors.Other++
-			}
-		case transcript.Cancelled:
-			a.outcomes.Cancelled++
-		case transcript.Skipped:
-			a.outcomes.Skipped++
-		default:
-			a.outcomes.Other++
-		}
-		switch t.Status {
-		case transcript.Errored, transcript.Skipped:
-			a.add(ci, t)
-		}
-		switch t.Status {
-		case transcript.Answered, transcript.NoAnswer, transcript.TimedOut:
-			a.durations = append(a.durations, t.DurationMs)
-			a.toolCalls += t.ToolCalls
-		}
-	}
 	r.Counts.Missing = r.Counts.Planned - r.Counts.Done()
 
 	complete := make([]bool, len(cases))
@@ -230,11 +294,14 @@ func Build(in Input) Report {
 
 	r.Variants = make([]VariantStats, len(variants))
 	for vi, v := range variants {
-		r.Variants[vi] = variantStats(v, accs[vi], cells, complete, vi, len(cases)*k, k)
+		r.Variants[vi] = variantStats(v, b.accs[vi], cells, complete, vi, len(cases)*k, k)
+		for ci := range cases {
+			if complete[ci] {
+				r.Variants[vi].GradeErrors += cells[ci][vi].gradeErrors
+			}
+		}
+		r.Variants[vi].Judges = judgeStats(b.judges[vi], complete) // judges.go
 	}
-
-	seen.clear()
-	addJudgeStats(&r, in.Trials, vIndex, cIndex, complete, k, seen) // judges.go
 	r.Grades, r.NotGraded = in.GradeSet, in.NotGraded
 
 	r.Cases = make([]CaseRow, len(cases))
@@ -315,11 +382,12 @@ func variantStats(v VariantInfo, a variantAcc, cells [][]cell, complete []bool, 
 		s.Tokens.MeanOutput = ptr(float64(a.output) / float64(a.trials))
 	}
 	if n := len(a.durations); n > 0 {
-		s.LatencyMs.Mean = ptr(mean(a.durations))
-		// The durations are the accumulator's own: sorted in place, not
-		// copied.
-		sorted := a.durations
+		// Sorted first (a copy: the accumulator's own list stays as the
+		// trials came), so the mean is summed in one order whatever the
+		// order the trials were added in.
+		sorted := slices.Clone(a.durations)
 		slices.Sort(sorted)
+		s.LatencyMs.Mean = ptr(mean(sorted))
 		s.LatencyMs.P50 = ptr(percentile(sorted, 0.50))
 		s.LatencyMs.P95 = ptr(percentile(sorted, 0.95))
 		s.ToolCalls.Mean = ptr(float64(a.toolCalls) / float64(n))
@@ -348,8 +416,6 @@ func (p planBits) mark(ci, vi, trial int) bool {
 	p.bits[w] |= b
 	return true
 }
-
-func (p planBits) clear() { clear(p.bits) }
 
 // differs reports whether the variants with a graded trial do not all have
 // the same pass fraction. Fractions are compared exactly by cross

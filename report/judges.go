@@ -71,60 +71,70 @@ type JudgeStats struct {
 	Interval *Interval `json:"interval"`
 }
 
-// judgeAcc gathers one judge's scores of one variant, by case.
+// judgeAcc gathers one judge's judgements of one variant, by case.
 type judgeAcc struct {
 	stats  JudgeStats
-	byCase map[int][]float64
+	byCase map[int][]judgement
 }
 
-// addJudgeStats fills each variant's Judges from the trials of the
-// complete cases, in the order the judges first appear.
-// seen is clear; it marks the trials met, so a repeated key counts once.
-func addJudgeStats(r *Report, trials []Trial, vIndex, cIndex map[string]int, complete []bool, k int, seen planBits) {
-	accs := make([][]*judgeAcc, len(r.Variants))
-	for _, t := range trials {
-		vi, okV := vIndex[t.Variant]
-		ci, okC := cIndex[t.Case]
-		if !okV || !okC || t.Trial < 1 || t.Trial > k || !complete[ci] || !seen.mark(ci, vi, t.Trial) {
-			continue
-		}
-		if t.GradeError != "" {
-			r.Variants[vi].GradeErrors++
-		}
-		for _, s := range t.Judges {
-			var a *judgeAcc
-			for _, x := range accs[vi] {
-				if x.stats.Grader == s.Grader && x.stats.Hash == s.Hash {
-					a = x
-					break
-				}
+// judgement is one judgement of one trial: 16 bytes.
+type judgement struct {
+	score           float64
+	passed, errored bool
+}
+
+// addJudges keeps the judges' judgements of one trial of variant vi and
+// case ci. Whether they count in the variant's stats is known only once
+// every trial is in (only complete cases count): judgeStats decides.
+func (b *Builder) addJudges(vi, ci int, scores []JudgeScore) {
+	for _, s := range scores {
+		var a *judgeAcc
+		for _, x := range b.judges[vi] {
+			if x.stats.Grader == s.Grader && x.stats.Hash == s.Hash {
+				a = x
+				break
 			}
-			if a == nil {
-				a = &judgeAcc{stats: JudgeStats{Grader: s.Grader, Hash: s.Hash, Model: s.Model, Scale: s.Scale}, byCase: map[int][]float64{}}
-				accs[vi] = append(accs[vi], a)
-			}
-			if s.Errored {
-				a.stats.Errored++
+		}
+		if a == nil {
+			a = &judgeAcc{stats: JudgeStats{Grader: s.Grader, Hash: s.Hash, Model: s.Model, Scale: s.Scale}, byCase: map[int][]judgement{}}
+			b.judges[vi] = append(b.judges[vi], a)
+		}
+		a.byCase[ci] = append(a.byCase[ci], judgement{score: s.Score, passed: s.Passed, errored: s.Errored})
+	}
+}
+
+// judgeStats is one variant's judge stats over the complete cases, in the
+// order the judges first appeared; nil when no judge judged the variant.
+func judgeStats(accs []*judgeAcc, complete []bool) []JudgeStats {
+	var out []JudgeStats
+	for _, a := range accs {
+		st := a.stats
+		scores := map[int][]float64{}
+		for ci, js := range a.byCase {
+			if !complete[ci] {
 				continue
 			}
-			a.stats.Scored++
-			if s.Passed {
-				a.stats.Passed++
+			for _, j := range js {
+				if j.errored {
+					st.Errored++
+					continue
+				}
+				st.Scored++
+				if j.passed {
+					st.Passed++
+				}
+				scores[ci] = append(scores[ci], j.score)
 			}
-			a.byCase[ci] = append(a.byCase[ci], s.Score)
 		}
+		for _, xs := range scores {
+			// One order for the sums, whatever order the trials came in.
+			slices.Sort(xs)
+		}
+		st.Cases = len(scores)
+		st.Mean, st.Interval = clusteredMean(scores, st.Scale)
+		out = append(out, st)
 	}
-	for vi := range r.Variants {
-		r.Variants[vi].Judges = []JudgeStats{}
-		for _, a := range accs[vi] {
-			a.stats.Cases = len(a.byCase)
-			a.stats.Mean, a.stats.Interval = clusteredMean(a.byCase, a.stats.Scale)
-			r.Variants[vi].Judges = append(r.Variants[vi].Judges, a.stats)
-		}
-		if len(r.Variants[vi].Judges) == 0 {
-			r.Variants[vi].Judges = nil
-		}
-	}
+	return out
 }
 
 // clusteredMean is the mean of all scores and its 95% t interval with a

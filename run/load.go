@@ -80,116 +80,110 @@ func LoadReportWith(ctx context.Context, st store.Run, o ReportOptions) (report.
 		workers: judgeWorkers(0),
 	}
 	in.NotGraded = how.off
-	rows, ran, err := reportRows(ctx, st, set, rec, cases, how)
+	for _, v := range rec.Variants {
+		in.Variants = append(in.Variants, report.VariantInfo{Name: v})
+	}
+	b := report.NewBuilder(in)
+	res, err := reconcile(ctx, st, set, newPlanIndex(rec, cases), cases, how, nil, func(_ int, t report.Trial) { b.Add(t) })
 	if err != nil {
 		return report.Report{}, err
 	}
-	in.Trials = rows
 	// The variants' clients and models, as their trials recorded them.
-	for _, v := range rec.Variants {
-		vi := report.VariantInfo{Name: v}
-		if s, ok := ran[v]; ok {
-			vi.Client, vi.Model = transcript.CanonicalClient(s.client, nil), s.model
-		}
-		in.Variants = append(in.Variants, vi)
+	for v, s := range res.ran {
+		b.Describe(v, transcript.CanonicalClient(s.client, nil), s.model)
 	}
-	return report.Build(in), nil
+	return b.Report(), nil
 }
 
 // ranAs is the client and model a trial recorded.
 type ranAs struct{ client, model string }
 
-// The state of a planned trial in reportRows.
+// The state of a planned trial in reconcile.
 const (
 	slotStored  uint8 = 1 << iota // a transcript is stored
-	slotRow                       // the trial has a row
 	slotCurrent                   // its latest grade is current: not superseded, with a summary
+	slotRow                       // its row was given
+	slotDamaged                   // its transcript could not be read back: it is missing
 )
 
-// reportRows is what LoadReportWith reports of a stored run: the row of
-// every planned trial that has a transcript and a grade, from grade log
-// set, in the order of keyLess. A trial with a transcript and no current
-// grade (a crash between the two, a run from an older MST, a superseded
-// grade) is graded now, and its grade appended to set when the store
-// takes it. ran is, per variant, what its first trial in plan order that
-// names its client ran as.
+// reconciled is what reconcile found besides the rows.
+type reconciled struct {
+	// ran is, per variant, what its first trial in plan order (cases in
+	// the order given, then trial index) that names its client ran as.
+	ran map[string]ranAs
+	// kept is false when the store did not take the new grades.
+	kept bool
+}
+
+// reconcile reads a stored run back from its store: it calls row once
+// for every trial of the run's plan (rec's variants × cases × trials)
+// that has a transcript and a grade in grade log set, with the trial's
+// slot in plan and its report record. A trial with a transcript and no
+// current grade (a crash between the two, a run from an older MST, a
+// superseded grade) is graded now, and its grade appended to set a batch
+// at a time; keep says what a store that refuses them means (nil: the
+// report is still right, only not remembered; otherwise its error is
+// returned).
 //
-// What it keeps grows with the run by the rows alone, one report.Trial
-// each (their keys are made of the run's own case ids and variant names,
-// their statuses shared), 4 bytes more per row and 5 per planned trial; a
-// key per trial it grades now, and at most a batch of new grades. It
-// builds no map or list of the run's keys, and reads one grade at a time
-// when set is a store.GradeHistory and st a store.KeyWalker (otherwise
-// add what Grades and Keys hold).
-func reportRows(ctx context.Context, st store.Run, set store.Grades, rec transcript.Run, cases []caseSpec, how grading) ([]report.Trial, map[string]ranAs, error) {
-	plan := newPlanIndex(rec, cases)
+// It keeps 5 bytes per planned trial (a state byte and the place of its
+// latest grade in the log), a key per trial it grades now and at most a
+// batch of new grades: no map or list of the run's keys and no record per
+// trial, so its memory does not grow with the run. It reads the grade log
+// twice, one grade at a time when set is a store.GradeHistory, and the
+// run's keys one at a time when st is a store.KeyWalker.
+func reconcile(ctx context.Context, st store.Run, set store.Grades, plan *planIndex, cases []caseSpec, how grading, keep func(error) error, row func(slot int, t report.Trial)) (reconciled, error) {
+	res := reconciled{ran: map[string]ranAs{}, kept: true}
 	state := make([]uint8, plan.size())
-	nStored := 0
 	err := eachStoredKey(ctx, st, func(k transcript.Key) error {
-		if s, ok := plan.slot(k); ok && state[s]&slotStored == 0 {
+		if s, ok := plan.slot(k); ok {
 			state[s] |= slotStored
-			nStored++
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return res, err
 	}
-	// pos numbers the stored trials in slot order: the place of their
-	// rows.
-	pos := make([]int32, len(state))
-	n := int32(0)
-	for s, f := range state {
-		if f&slotStored != 0 {
-			pos[s], n = n, n+1
+	// The first trial of each variant in plan order that names its client.
+	rank := make([]int, len(plan.caseIDs)) // a case's place among cases, by rank
+	for i := range rank {
+		rank[i] = len(cases)
+	}
+	for i := len(cases) - 1; i >= 0; i-- {
+		if ci, ok := plan.cases[cases[i].ID]; ok {
+			rank[ci] = i
 		}
 	}
-	rows := make([]report.Trial, nStored)
-	who := make([]int32, nStored) // index+1 in ranAs of the row's client and model, 0: none
-	var names []ranAs
-	whoIndex := map[ranAs]int32{}
-	words := map[string]string{} // one copy of each status and cause
-	word := func(w string) string {
-		if v, ok := words[w]; ok {
-			return v
-		}
-		if len(words) < 256 {
-			words[w] = w
-		}
-		return w
-	}
-	put := func(s int, g grade.TrialGrade) {
+	firstRan := map[string]int{}
+	give := func(s int, g grade.TrialGrade) {
+		state[s] |= slotRow
 		t := report.NewTrial(g)
 		t.Key = plan.key(s)
-		t.Status, t.Cause = word(t.Status), word(t.Cause)
-		i := pos[s]
-		rows[i] = t
-		who[i] = 0
 		if c := g.Trial.Client; c != "" {
-			r := ranAs{c, g.Trial.Model}
-			w, ok := whoIndex[r]
-			if !ok {
-				names = append(names, r)
-				w = int32(len(names))
-				whoIndex[r] = w
+			ci, _ := plan.cases[t.Case]
+			at := rank[ci]*plan.k + t.Trial
+			if first, ok := firstRan[t.Variant]; !ok || at < first {
+				firstRan[t.Variant], res.ran[t.Variant] = at, ranAs{c, g.Trial.Model}
 			}
-			who[i] = w
 		}
-		state[s] |= slotRow
+		row(s, t)
 	}
-	// legacy are the latest grades that hold no summary of their
-	// transcript (older MSTs): regraded, they keep their verdict.
-	var legacy map[int]grade.TrialGrade
 	each := set.Grades
 	if h, ok := set.(store.GradeHistory); ok {
-		each = h.GradeHistory // every grade in order: the last of a key wins below
+		each = h.GradeHistory // every grade in order: the last of a key wins
 	}
+	// First reading: the place of each trial's latest grade, and whether
+	// it is current. legacy are the latest grades that hold no summary of
+	// their transcript (older MSTs): graded again, they keep their verdict.
+	latest := make([]int32, len(state))
+	var legacy map[int]grade.TrialGrade
+	n := int32(0)
 	err = each(ctx, func(g grade.TrialGrade) error {
+		n++
 		s, ok := plan.slot(g.Key)
 		if !ok || state[s]&slotStored == 0 {
 			return nil
 		}
-		put(s, g)
+		latest[s] = n
 		state[s] &^= slotCurrent
 		if !g.Superseded && g.Trial.Status != "" {
 			state[s] |= slotCurrent
@@ -204,7 +198,7 @@ func reportRows(ctx context.Context, st store.Run, set store.Grades, rec transcr
 		return nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return res, err
 	}
 	var need []transcript.Key
 	for s, f := range state {
@@ -212,29 +206,26 @@ func reportRows(ctx context.Context, st store.Run, set store.Grades, rec transcr
 			need = append(need, plan.key(s))
 		}
 	}
-	var mu sync.Mutex // guards damaged while the transcripts are read
-	var damaged map[transcript.Key]bool
+	var mu sync.Mutex // guards state while the transcripts are read
 	read := func(k transcript.Key) (*transcript.Transcript, error) {
 		t, err := st.ReadTranscript(ctx, k)
 		if errors.Is(err, store.ErrNotFound) {
-			mu.Lock()
-			if damaged == nil {
-				damaged = map[transcript.Key]bool{}
+			if s, ok := plan.slot(k); ok {
+				mu.Lock()
+				state[s] |= slotDamaged // cut short: the trial is missing
+				mu.Unlock()
 			}
-			damaged[k] = true // cut short: the trial is missing
-			mu.Unlock()
 			return nil, nil
 		}
 		return t, err
 	}
-	// New grades are stored a batch at a time; a store that cannot take
-	// them (a read-only folder) still gets its report, only not
-	// remembered.
 	var batch []grade.TrialGrade
-	keep := true
+	var keepErr error
 	flush := func() {
-		if keep && len(batch) > 0 {
-			keep = set.AppendGrades(ctx, batch...) == nil
+		if res.kept && len(batch) > 0 {
+			if err := set.AppendGrades(ctx, batch...); err != nil {
+				res.kept, keepErr = false, err
+			}
 		}
 		batch = batch[:0]
 	}
@@ -245,8 +236,13 @@ func reportRows(ctx context.Context, st store.Run, set store.Grades, rec transcr
 			// keep its verdict, add the summary.
 			ng.Graded, ng.Passed, ng.Results = old.Graded, old.Passed, old.Results
 		}
-		if ok && state[s]&slotStored != 0 {
-			put(s, ng)
+		if ok {
+			mu.Lock()
+			damaged := state[s]&slotDamaged != 0
+			mu.Unlock()
+			if !damaged {
+				give(s, ng)
+			}
 		}
 		if storable {
 			batch = append(batch, ng)
@@ -257,34 +253,28 @@ func reportRows(ctx context.Context, st store.Run, set store.Grades, rec transcr
 		return nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return res, err
 	}
 	flush()
-	shown := func(s int) bool {
-		return state[s]&slotRow != 0 && !damaged[plan.key(s)]
-	}
-	ran := map[string]ranAs{}
-	for _, c := range cases {
-		for _, v := range rec.Variants {
-			if _, ok := ran[v]; ok {
-				continue
-			}
-			for i := 1; i <= plan.k; i++ {
-				s, ok := plan.slot(transcript.Key{Case: c.ID, Variant: v, Trial: i})
-				if ok && shown(s) && who[pos[s]] != 0 {
-					ran[v] = names[who[pos[s]]-1]
-					break
-				}
-			}
+	if keepErr != nil && keep != nil {
+		if err := keep(keepErr); err != nil {
+			return res, err
 		}
 	}
-	out := rows[:0]
-	for s, f := range state {
-		if f&slotStored != 0 && shown(s) {
-			out = append(out, rows[pos[s]])
+	// Second reading: the rows of the trials whose latest grade stands.
+	n = 0
+	return res, each(ctx, func(g grade.TrialGrade) error {
+		n++
+		s, ok := plan.slot(g.Key)
+		if !ok || latest[s] != n || state[s]&(slotRow|slotDamaged) != 0 {
+			return nil
 		}
-	}
-	return out, ran, nil
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		give(s, g)
+		return nil
+	})
 }
 
 // eachStoredKey calls fn with the key of every transcript of st, one at a

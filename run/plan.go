@@ -277,6 +277,7 @@ func NewPlan(ctx context.Context, req Request) (*Plan, error) {
 	if err := p.resolveJudges(req, p.NoGrade); err != nil { // run/grading.go
 		return nil, invalid(err)
 	}
+	p.Keys = make([]transcript.Key, 0, len(p.Cases)*len(p.Variants)*p.Trials)
 	for _, c := range p.Cases {
 		for _, v := range p.Variants {
 			for i := 1; i <= p.Trials; i++ {

@@ -24,12 +24,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -247,8 +245,13 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	// so the run's record and grades are whole.
 	ctx = context.WithoutCancel(ctx)
 
-	// Gather: the store is the truth, whatever this attempt did.
-	g, err := gather(ctx, st, st, p.Keys, col.grading, p.replaced(), func(err error) error { return err })
+	// Gather: the store is the truth, whatever this attempt did. The
+	// report is built as the store is read, and the run's counts are of
+	// the trials this run planned.
+	in := p.reportInput(rec)
+	in.NotGraded = p.NoGrade
+	b := report.NewBuilder(in)
+	counts, err := p.gather(ctx, st, col.grading, b)
 	if err != nil {
 		if full != nil {
 			// The record cannot be written either; it says running, and
@@ -261,7 +264,7 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 		return &Outcome{Store: st, Run: rec}, fmt.Errorf("reading the run back from its store: %w", err)
 	}
 	rec.Ended = now().UTC()
-	rec.Counts = g.counts
+	rec.Counts = counts
 	rec.Collect = transcript.CollectComplete
 	if rec.Counts.Missing > 0 || rec.Counts.Cancelled > 0 || rec.Counts.Skipped > 0 {
 		rec.Collect = transcript.CollectPartial
@@ -289,12 +292,11 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	if err := st.WriteRun(ctx, rec); err != nil {
 		return &Outcome{Store: st, Run: rec}, err
 	}
-	in := p.reportInput(rec, g.trials)
-	in.NotGraded = p.NoGrade
+	b.SetRun(rec)
 	if !p.NoGrade {
-		in.GradeSet = firstSetInfo(ctx, st)
+		b.SetGradeSet(firstSetInfo(ctx, st))
 	}
-	out := &Outcome{Store: st, Run: rec, Report: report.Build(in), GradeError: gradeErr}
+	out := &Outcome{Store: st, Run: rec, Report: b.Report(), GradeError: gradeErr}
 	if full != nil {
 		return out, full
 	}
@@ -407,11 +409,15 @@ func (p *Plan) split(rec transcript.Run, keys []transcript.Key, n int) []*shard.
 	}
 	accs := make([]*acc, n)
 	where, _ := p.placement(rec.Runner.Split, keys, n)
+	sizes := make([]int, n) // each bundle's list is made once, to its size
+	for _, k := range keys {
+		sizes[where[k.Case]]++
+	}
 	for _, k := range keys {
 		i := where[k.Case]
 		a := accs[i]
 		if a == nil {
-			a = &acc{b: &shard.Bundle{Run: rec, Shard: i, Concurrency: p.Config.Limits.Concurrency}, cases: map[string]bool{}, settings: map[int]int{}}
+			a = &acc{b: &shard.Bundle{Run: rec, Shard: i, Concurrency: p.Config.Limits.Concurrency, Trials: make([]shard.Planned, 0, sizes[i])}, cases: map[string]bool{}, settings: map[int]int{}}
 			accs[i] = a
 		}
 		if !a.cases[k.Case] {
@@ -657,152 +663,39 @@ func (c *collector) total() int {
 	return c.n
 }
 
-type gathered struct {
-	counts transcript.Counts
-	trials []report.Trial
-	// seen is, per variant, the summary of its first trial that names its
-	// client: what the variant ran as.
-	seen map[string]grade.Summary
-}
-
-// gather reconciles the store: it grades every planned trial that has a
-// transcript and no grade of it yet (a crash between the two, a run from an
-// older MST), appends those grades, and returns the counts and the report's
-// records from the grades. replaced are trials whose transcript was
-// replaced in this attempt: their grade must be of the transcript stored
-// now. Transcripts of trials the run did not plan are ignored.
-//
-// keepGrades says what to do when the new grades cannot be stored: Execute
-// fails, while a report of a run in a folder it cannot write to (an
-// archive) is still right, only not remembered.
-func gather(ctx context.Context, st store.Run, set store.Grades, planned []transcript.Key, how grading, replaced map[transcript.Key]bool, keepGrades func(error) error) (gathered, error) {
-	var g gathered
-	want := make(map[transcript.Key]bool, len(planned))
-	for _, k := range planned {
-		want[k] = true
-	}
-	grades := map[transcript.Key]grade.TrialGrade{}
-	err := set.Grades(ctx, func(tg grade.TrialGrade) error {
-		if want[tg.Key] {
-			grades[tg.Key] = slim(tg)
-		}
-		return nil
-	})
-	if err != nil {
-		return g, err
-	}
-	keys, err := st.Keys(ctx)
-	if err != nil {
-		return g, err
-	}
-	var fresh []grade.TrialGrade
-	damaged := map[transcript.Key]bool{}
-	var need []transcript.Key
-	for _, k := range keys {
-		if !want[k] {
-			continue
-		}
-		old, ok := grades[k]
-		current := ok && !old.Superseded && old.Trial.Status != ""
-		if current && !replaced[k] {
-			continue
-		}
-		need = append(need, k)
-	}
-	var mu sync.Mutex // guards damaged while the transcripts are read
-	read := func(k transcript.Key) (*transcript.Transcript, error) {
-		t, err := st.ReadTranscript(ctx, k)
-		if errors.Is(err, store.ErrNotFound) {
-			mu.Lock()
-			damaged[k] = true // cut short: the trial is missing
-			mu.Unlock()
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		old, ok := grades[k]
-		if ok && !old.Superseded && old.Trial.Status != "" && old.Trial.Ended.Equal(t.Timing.Ended) {
-			return nil, nil // the grade is of this transcript
-		}
-		return t, nil
-	}
-	made := map[transcript.Key]grade.TrialGrade{}
-	err = gradeAll(ctx, how, need, read, func(ng grade.TrialGrade, keep bool) error {
-		old, ok := grades[ng.Key]
-		if keep && ok && !old.Superseded && old.Trial.Status == "" {
-			// A grade from before grades held the transcript's summary:
-			// keep its verdict, add the summary.
-			ng.Graded, ng.Passed, ng.Results = old.Graded, old.Passed, old.Results
-		}
-		made[ng.Key] = slim(ng)
-		if keep {
-			fresh = append(fresh, ng)
-		}
-		return nil
-	})
-	if err != nil {
-		return g, err
-	}
-	maps.Copy(grades, made)
-	if len(fresh) > 0 {
-		if err := set.AppendGrades(ctx, fresh...); err != nil {
-			if err := keepGrades(err); err != nil {
-				return g, err
+// gather reads the run back from st once its trials are in: it grades
+// every trial that has a transcript and no current grade (a crash between
+// the two, a grade superseded by a resume), stores those grades (a store
+// that refuses them fails the run), gives b every trial's report record,
+// and counts the trials this attempt's plan holds by how they ended.
+// Transcripts of trials outside the run's plan are left alone. What it
+// keeps grows by a few bytes per planned trial (reconcile).
+func (p *Plan) gather(ctx context.Context, st store.Run, how grading, b *report.Builder) (transcript.Counts, error) {
+	plan := newPlanIndex(transcript.Run{Variants: p.Variants, Trials: p.Trials}, p.Cases)
+	// ours marks the slots of this attempt's plan, when it is not the
+	// whole of the run's (a --limit, a --case): one bit a trial.
+	var ours []uint64
+	if len(p.Keys) != plan.size() {
+		ours = make([]uint64, (plan.size()+63)/64)
+		for _, k := range p.Keys {
+			if s, ok := plan.slot(k); ok {
+				ours[s/64] |= 1 << (s % 64)
 			}
 		}
 	}
-	g.counts.Planned = len(planned)
-	have := map[transcript.Key]bool{}
-	for _, k := range keys {
-		have[k] = !damaged[k]
-	}
-	for _, k := range planned {
-		tg, ok := grades[k]
-		if !ok || !have[k] {
-			continue
+	counts := transcript.Counts{Planned: len(p.Keys)}
+	_, err := reconcile(ctx, st, st, plan, p.Cases, how, func(err error) error { return err }, func(s int, t report.Trial) {
+		b.Add(t)
+		if ours == nil || ours[s/64]&(1<<(s%64)) != 0 {
+			counts.Add(t.Status)
 		}
-		g.counts.Add(tg.Trial.Status)
-		g.trials = append(g.trials, report.NewTrial(tg))
-		if _, ok := g.seen[k.Variant]; !ok && tg.Trial.Client != "" {
-			if g.seen == nil {
-				g.seen = map[string]grade.Summary{}
-			}
-			g.seen[k.Variant] = tg.Trial
-		}
-	}
-	g.counts.Missing = g.counts.Planned - g.counts.Done()
-	sort.Slice(g.trials, func(i, j int) bool { return keyLess(g.trials[i].Key, g.trials[j].Key) })
-	return g, nil
+	})
+	counts.Missing = counts.Planned - counts.Done()
+	return counts, err
 }
 
-// slim keeps of a grade what gather and the report read, so a run's
-// grades held at once take little memory: the results only of a grade
-// from before grades held the transcript's summary (its verdict is kept),
-// and otherwise only the judges' results, without their words.
-func slim(g grade.TrialGrade) grade.TrialGrade {
-	if g.Trial.Status == "" {
-		return g
-	}
-	var kept []grade.Result
-	for _, r := range g.Results {
-		if r.Judge == nil {
-			continue
-		}
-		v := *r.Judge
-		v.Rationale = ""
-		if r.Error != "" {
-			r.Error = "errored"
-		}
-		r.Detail, r.Judge = "", &v
-		kept = append(kept, r)
-	}
-	g.Results = kept
-	return g
-}
-
-func (p *Plan) reportInput(rec transcript.Run, trials []report.Trial) report.Input {
-	in := report.Input{Run: rec, Trials: trials}
+func (p *Plan) reportInput(rec transcript.Run) report.Input {
+	in := report.Input{Run: rec}
 	for _, name := range p.Variants {
 		v := p.Config.Variants[name]
 		in.Variants = append(in.Variants, report.VariantInfo{Name: name, Client: v.Client, Model: v.Model, Description: v.Description})
@@ -811,16 +704,6 @@ func (p *Plan) reportInput(rec transcript.Run, trials []report.Trial) report.Inp
 		in.Cases = append(in.Cases, cs.ID)
 	}
 	return in
-}
-
-func keyLess(a, b transcript.Key) bool {
-	if a.Variant != b.Variant {
-		return a.Variant < b.Variant
-	}
-	if a.Case != b.Case {
-		return a.Case < b.Case
-	}
-	return a.Trial < b.Trial
 }
 
 // isRemote says st is kept outside this machine's folders (a bucket).

@@ -149,24 +149,16 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 			bundle = b
 		}
 	}
-	var planned map[transcript.Key]bool
-	grading := false // a grade shard: it reports graded, never trial
-	if bundle != nil {
-		keys := bundle.Keys()
-		planned = make(map[transcript.Key]bool, len(keys))
-		for _, k := range keys {
-			planned[k] = true
-		}
-		grading = bundle.Work == WorkGrade
-	}
+	grading := bundle != nil && bundle.Work == WorkGrade // a grade shard: it reports graded, never trial
 	// What the worker asked for and reported, to refuse reports that were
-	// never granted, come twice or name a trial of another shard. acquired
-	// and reported belong to this loop; granted is written by the
-	// goroutines that wait for room, under heldMu.
+	// never granted, come twice or name a trial of another shard. trials
+	// and acquired belong to this loop; granted is written by the
+	// goroutines that wait for room, under heldMu. Each holds an acquire
+	// only until its trial is reported, so what grows with the shard's
+	// trials is trials alone (trialset.go).
+	trials := newTrialSet(bundle)
 	acquired := map[int64]transcript.Key{} // acquires read, until their trial
-	taken := map[transcript.Key]bool{}     // keys acquired in this shard
-	reported := map[transcript.Key]bool{}  // keys whose trial was accepted
-	granted := map[int64]bool{}            // acquires answered with granted
+	granted := map[int64]bool{}            // acquires answered with granted, until their trial
 	// Tool calls under limits.serverCalls: calls holds the phase of every
 	// call ID read (this loop's), heldCalls the places of granted calls not
 	// given back yet (under heldMu). used are the servers the shard's
@@ -211,6 +203,17 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 		for _, s := range sems {
 			s.release()
 		}
+	}
+	wasGranted := func(id int64) bool {
+		heldMu.Lock()
+		defer heldMu.Unlock()
+		return granted[id]
+	}
+	// forget drops what is kept of an acquire whose trial was reported.
+	forget := func(id int64) {
+		heldMu.Lock()
+		delete(granted, id)
+		heldMu.Unlock()
 	}
 	defer func() {
 		heldMu.Lock()
@@ -301,7 +304,7 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 				if res.Hello == nil {
 					return res, fmt.Errorf("shard %d: the worker sent acquire before hello", shard)
 				}
-				if why := refuseAcquire(m, acquired, taken, planned, shard); why != "" {
+				if why := refuseAcquire(m, acquired, trials, shard); why != "" {
 					logger.Warn("refused an acquire: "+why, "shard", shard, "trial", clip(m.Key.String()), "acquire", m.ID)
 					if _, dup := acquired[m.ID]; !dup && m.ID > 0 {
 						// Answered, so the worker does not wait for it; the
@@ -311,7 +314,7 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 					continue
 				}
 				acquired[m.ID] = m.Key
-				taken[m.Key] = true
+				trials.mark(m.Key, trialTaken)
 				if c.Gate != nil {
 					if skip := c.Gate.Admit(m.Key); skip != "" {
 						heldMu.Lock()
@@ -397,10 +400,8 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 					sem.release()
 				}
 			case *Trial:
-				heldMu.Lock()
-				wasGranted := granted[m.Acquire]
-				heldMu.Unlock()
-				why := refuseTrial(m, acquired, wasGranted, reported, planned, shard)
+				wasGranted := wasGranted(m.Acquire)
+				why := refuseTrial(m, acquired, wasGranted, trials, shard)
 				if grading {
 					why = fmt.Sprintf("shard %d grades; it runs no trial", shard)
 				}
@@ -411,7 +412,8 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 					continue
 				}
 				delete(acquired, m.Acquire)
-				reported[m.Key] = true
+				forget(m.Acquire)
+				trials.mark(m.Key, trialReported)
 				if r, ok := c.Events.(Reporter); ok {
 					r.Reported(shard, m)
 				}
@@ -438,10 +440,8 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 					c.Events.Trial(shard, m, nil)
 				}
 			case *Graded:
-				heldMu.Lock()
-				wasGranted := granted[m.Acquire]
-				heldMu.Unlock()
-				why := refuseTrial(&Trial{Acquire: m.Acquire, Key: m.Key}, acquired, wasGranted, reported, planned, shard)
+				wasGranted := wasGranted(m.Acquire)
+				why := refuseTrial(&Trial{Acquire: m.Acquire, Key: m.Key}, acquired, wasGranted, trials, shard)
 				if bundle != nil && !grading {
 					why = fmt.Sprintf("shard %d runs trials; it grades none", shard)
 				}
@@ -452,7 +452,8 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 					continue
 				}
 				delete(acquired, m.Acquire)
-				reported[m.Key] = true
+				forget(m.Acquire)
+				trials.mark(m.Key, trialReported)
 				release(m.Acquire)
 				if m.Path == "" {
 					logger.Warn("the worker could not grade a trial; it stays ungraded", "shard", shard, "trial", m.Key.String())
@@ -534,16 +535,16 @@ func bundleServers(b *Bundle) map[string]bool {
 // refuseAcquire says why an acquire is refused, or "" to go on: an ID in
 // use or not positive, a key that is not one of the shard's planned trials
 // (when the coordinator knows them), a key acquired before.
-func refuseAcquire(m *Acquire, acquired map[int64]transcript.Key, taken, planned map[transcript.Key]bool, shard int) string {
+func refuseAcquire(m *Acquire, acquired map[int64]transcript.Key, trials *trialSet, shard int) string {
 	_, running := acquired[m.ID]
 	switch {
 	case m.ID <= 0:
 		return fmt.Sprintf("its id %d is not a positive number", m.ID)
 	case running:
 		return fmt.Sprintf("its id %d is the id of an acquire still running", m.ID)
-	case planned != nil && !planned[m.Key]:
+	case !trials.planned(m.Key):
 		return fmt.Sprintf("it names a trial that is not one of shard %d's", shard)
-	case taken[m.Key]:
+	case trials.has(m.Key, trialTaken):
 		return "the worker acquired this trial before"
 	}
 	return ""
@@ -553,12 +554,12 @@ func refuseAcquire(m *Acquire, acquired map[int64]transcript.Key, taken, planned
 // that is not one of the shard's planned trials, a trial reported before,
 // an acquire that was never answered with granted or was for another
 // trial.
-func refuseTrial(m *Trial, acquired map[int64]transcript.Key, wasGranted bool, reported, planned map[transcript.Key]bool, shard int) string {
+func refuseTrial(m *Trial, acquired map[int64]transcript.Key, wasGranted bool, trials *trialSet, shard int) string {
 	k, ok := acquired[m.Acquire]
 	switch {
-	case planned != nil && !planned[m.Key]:
+	case !trials.planned(m.Key):
 		return fmt.Sprintf("it names a trial that is not one of shard %d's; nothing is stored", shard)
-	case reported[m.Key]:
+	case trials.has(m.Key, trialReported):
 		return "the trial was reported before; the first report stands"
 	case !ok || !wasGranted:
 		return fmt.Sprintf("its acquire %d was never granted; the trial stays missing", m.Acquire)
