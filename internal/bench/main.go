@@ -35,7 +35,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
+
+	"github.com/mst-eval/mst/internal/tailbuf"
 )
 
 func main() {
@@ -96,6 +99,23 @@ func prepare(parent, prefix string, pkgs ...string) (dir, bin string, err error)
 		return "", "", fmt.Errorf("building (run the bench from the repository root): %w", err)
 	}
 	return dir, bin, nil
+}
+
+// runMST runs bin/mst with args, measured (see measure; follow picks the
+// children to follow), and returns the figures and its wall time. Its
+// output is dropped; when it fails, the error ends with the end of what it
+// wrote to stderr.
+func runMST(bin string, follow func(argv []string) bool, args ...string) (usage, time.Duration, error) {
+	cmd := exec.Command(filepath.Join(bin, "mst"), args...)
+	out := tailbuf.New(2048)
+	cmd.Stderr = out // stdout, the report, goes to /dev/null
+	start := time.Now()
+	u, err := measure(cmd, follow)
+	wall := time.Since(start)
+	if err != nil {
+		return u, wall, fmt.Errorf("mst %s: %w\n%s", strings.Join(args, " "), err, out.String())
+	}
+	return u, wall, nil
 }
 
 // machine prints what the figures depend on: the CPUs and the load

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/mst-eval/mst/servers"
@@ -89,14 +87,9 @@ trials: 1
 			return err
 		}
 		results := filepath.Join(dir, "results-"+strconv.Itoa(i))
-		cmd := exec.Command(filepath.Join(bin, "mst"), "run", filepath.Join(dir, "eval.yaml"), "--results", results, "--json")
-		var out strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &out
-		t0 := time.Now()
-		u, err := measure(cmd, nil)
-		wall := time.Since(t0)
+		u, wall, err := runMST(bin, nil, "run", filepath.Join(dir, "eval.yaml"), "--results", results, "--json")
 		if err != nil {
-			return fmt.Errorf("mst run: %w\n%s", err, out.String())
+			return err
 		}
 		if m, err := measureRun(results); err != nil {
 			return err

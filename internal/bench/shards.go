@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -141,15 +140,11 @@ limits: {concurrency: %d}
 	var cpu []string
 	for _, n := range counts {
 		results := filepath.Join(dir, "results-"+strconv.Itoa(n))
-		cmd := exec.Command(filepath.Join(bin, "mst"), "run", filepath.Join(dir, "eval.yaml"), "--results", results,
+		worker := func(argv []string) bool { return len(argv) > 1 && argv[1] == "collect" }
+		u, wall, err := runMST(bin, worker, "run", filepath.Join(dir, "eval.yaml"), "--results", results,
 			"--runner", "processes", "--runner-option", "shards="+strconv.Itoa(n), "--runner-option", "dir="+filepath.Join(dir, "shards"), "--json")
-		var out strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &out
-		start := time.Now()
-		u, err := measure(cmd, func(argv []string) bool { return len(argv) > 1 && argv[1] == "collect" })
-		wall := time.Since(start)
 		if err != nil {
-			return fmt.Errorf("mst run with %d shards: %w\n%s", n, err, out.String())
+			return err
 		}
 		m, err := measureRun(results)
 		if err != nil {

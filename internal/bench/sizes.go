@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -62,15 +61,9 @@ func runSizes(parent, sizes string) error {
 		reps := max(1, (n+quickstartTrials-1)/quickstartTrials)
 		trials := reps * quickstartTrials
 		results := filepath.Join(dir, "results-"+strconv.Itoa(i))
-		cmd := exec.Command(filepath.Join(bin, "mst"), "run", filepath.Join(qs, "eval.yaml"),
-			"--trials", strconv.Itoa(reps), "--results", results, "--json")
-		var out strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &out
-		start := time.Now()
-		u, err := measure(cmd, nil)
-		wall := time.Since(start)
+		u, wall, err := runMST(bin, nil, "run", filepath.Join(qs, "eval.yaml"), "--trials", strconv.Itoa(reps), "--results", results, "--json")
 		if err != nil {
-			return fmt.Errorf("mst run at %d trials: %w\n%s", trials, err, out.String())
+			return err
 		}
 		// A run's results are not needed after it; a large one would
 		// crowd the next.
