@@ -37,19 +37,13 @@ func TestDockerUserland(t *testing.T) {
 	if _, err := exec.LookPath("npm"); err != nil {
 		need(t, "npm, which installs the image's npm packages (Debian: apt-get install npm)")
 	}
-	env := append(os.Environ(), "PATH="+tools+string(os.PathListSeparator)+os.Getenv("PATH"), "NO_COLOR=1")
-	mst := func(args ...string) (string, error) {
-		cmd := exec.Command(filepath.Join(tools, "mst"), args...)
-		cmd.Env = env
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
+	mst := toolsMST(tools)
 
 	// Names setup does not know are refused before anything is built,
 	// with the names it knows.
-	for _, with := range []string{"claude", "node,python", "everything,server-everything", "Claude Code"} {
+	for _, with := range []string{"claude", "node,ruby", "everything,server-everything", "Claude Code"} {
 		out, err := mst("runner", "setup", "docker", "--with", with)
-		if err == nil || !strings.Contains(out, "not a part of a worker image MST knows") || !strings.Contains(out, "node, claude-code, codex-cli, gemini-cli, everything") ||
+		if err == nil || !strings.Contains(out, "not a part of a worker image MST knows") || !strings.Contains(out, "python, node, claude-code, codex-cli, gemini-cli, everything") ||
 			strings.Contains(out, "building") {
 			t.Errorf("mst runner setup docker --with %q: %v\n%s\nwant it refused with the known names, before any build", with, err, out)
 		}
@@ -171,6 +165,110 @@ variants:
 	}
 	if !strings.Contains(string(b), `"image": "`+ref+`@sha256:`) {
 		t.Errorf("run.json does not record the image %s pinned by digest:\n%s", ref, b)
+	}
+}
+
+// toolsMST returns a function that runs the static mst dockerTools built,
+// with its folder first on PATH, and returns what it printed.
+func toolsMST(tools string) func(args ...string) (string, error) {
+	env := append(os.Environ(), "PATH="+tools+string(os.PathListSeparator)+os.Getenv("PATH"), "NO_COLOR=1")
+	return func(args ...string) (string, error) {
+		cmd := exec.Command(filepath.Join(tools, "mst"), args...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+}
+
+// TestDockerClientPreflight runs a claude-code variant in the minimal
+// worker image, which has no Claude Code: the shard fails at its start,
+// before any prompt reaches the provider, with the command that builds an
+// image that has the CLI.
+func TestDockerClientPreflight(t *testing.T) {
+	t.Parallel()
+	tools := dockerTools(t)
+	fake := providertest.New(t, providertest.Script{Conversations: []providertest.Conversation{{
+		Turns: []providertest.Turn{{Text: "no prompt should get here"}},
+	}}})
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "secrets.env"), []byte("ANTHROPIC_API_KEY=sk-dummy-preflight\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "cases.jsonl"), []byte(`{"id": "a", "input": "Please echo 'a'"}`+"\n"+`{"id": "b", "input": "Please echo 'b'"}`+"\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "eval.yaml"), []byte(fmt.Sprintf(`name: preflight
+datasets: [cases.jsonl]
+servers:
+  test: {command: %q}
+variants:
+  claude-code:
+    client: claude-code
+    model: anthropic/claude-test
+    clientOptions: {baseURL: %q}
+`, filepath.Join(tools, "mcp-testserver"), fake.URL)), 0o644)
+	// network=host: were a prompt sent, it would reach the fake provider.
+	out, err := toolsMST(tools)("run", filepath.Join(dir, "eval.yaml"), "--results", filepath.Join(dir, "results"),
+		"--secrets-file", filepath.Join(dir, "secrets.env"), "--runner", "docker", "--runner-option", "network=host")
+	for _, want := range []string{"readiness check failed", "variant claude-code", "the Claude Code CLI (claude) is not installed", "`mst runner setup docker --with claude-code`"} {
+		if err == nil || !strings.Contains(out, want) {
+			t.Errorf("mst run of a claude-code variant in the minimal image: %v\n%s\nwant it to fail saying %q", err, out, want)
+		}
+	}
+	if got := fake.Requests(); len(got) != 0 {
+		t.Errorf("the provider got %d requests, want none: the shard must fail before any prompt", len(got))
+	}
+}
+
+// TestDockerPython builds the Python worker image the way a user does,
+// `mst runner setup docker --with python` (its build installs Debian's
+// python3 with apt, on the host's network), and runs an eval whose server
+// is a Python script, testdata/python-server/server.py, in it.
+func TestDockerPython(t *testing.T) {
+	t.Parallel()
+	tools := dockerTools(t)
+	debianBase(t)
+	mst := toolsMST(tools)
+	start := time.Now()
+	out, err := mst("runner", "setup", "docker", "--with", "python", "--runner-option", "network=host")
+	t.Logf("mst runner setup docker --with python: %s\n%s", time.Since(start).Round(time.Second), out)
+	ref := "mst-worker:" + dockerTestVersion + "-python"
+	if err != nil || !strings.Contains(out, "built "+ref+" ") || !strings.Contains(out, "python 3.") {
+		if strings.Contains(out, "Unable to locate package") || strings.Contains(out, "Temporary failure resolving") {
+			need(t, "a Debian mirror the Docker host's builds reach, for the Python image's apt install:\n"+out)
+		}
+		t.Fatalf("mst runner setup docker --with python: %v\n%s\nwant it to build %s with Python 3", err, out, ref)
+	}
+	server, err := filepath.Abs(filepath.Join("testdata", "python-server", "server.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	var cases strings.Builder
+	for _, id := range []string{"a", "b", "c"} {
+		fmt.Fprintf(&cases, `{"id": %q, "input": "Please echo 'hello %s'", "expect": [{"toolCalled": {"tool": "echo", "server": "py"}}]}`+"\n", id, id)
+	}
+	os.WriteFile(filepath.Join(dir, "cases.jsonl"), []byte(cases.String()), 0o644)
+	os.WriteFile(filepath.Join(dir, "eval.yaml"), []byte(fmt.Sprintf("name: python\ndatasets: [cases.jsonl]\nservers:\n  py: {command: python3, args: [%q]}\nvariants:\n  v: {model: offline}\n", server)), 0o644)
+	results := filepath.Join(dir, "results")
+	out, err = mst("run", filepath.Join(dir, "eval.yaml"), "--results", results, "--runner", "docker", "--runner-option", "image="+ref, "--runner-option", "shards=2")
+	if err != nil || !regexp.MustCompile(`(?m)^Outcomes +3 answered$`).MatchString(out) {
+		t.Fatalf("mst run of a Python server in %s: %v\n%s\nwant its 3 trials answered", ref, err, out)
+	}
+	runs, _ := filepath.Glob(filepath.Join(results, "*", "runs", "*"))
+	if len(runs) != 1 {
+		t.Fatalf("run folders %v, want one", runs)
+	}
+	st, err := store.OpenRunDir(runs[0], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	st.Transcripts(t.Context(), func(tr *transcript.Transcript) error {
+		n++
+		if len(tr.ToolCalls) != 1 || tr.ToolCalls[0].Server != "py" || !strings.Contains(tr.ToolCalls[0].Result, "hello "+tr.Case+" (echoed by Python 3.") {
+			t.Errorf("%s: tool calls %+v, want one echo from the image's Python", tr.Case, tr.ToolCalls)
+		}
+		return nil
+	})
+	if n != 3 {
+		t.Errorf("%d transcripts, want 3", n)
 	}
 }
 

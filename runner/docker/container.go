@@ -54,6 +54,9 @@ func (r *dockerRunner) create(ctx context.Context, spec containerSpec) (runner.M
 			"--security-opt", "no-new-privileges",
 			"--tmpfs", "/run/mst:rw,mode=0700",
 			"--tmpfs", "/tmp:rw,mode=1777",
+			// A worker whose client's program is missing says how to get
+			// it into the image.
+			"--env", clientSetupEnv + "=" + clientSetup,
 		}
 		if r.set.network != "" {
 			a = append(a, "--network", r.set.network)

@@ -264,7 +264,7 @@ func Setup(ctx context.Context, p runner.SetupParams) error {
 		return err
 	}
 	if parts != nil {
-		return setupUserland(ctx, c, p, parts, arch, sum, out, logger)
+		return setupUserland(ctx, c, p, parts, arch, sum, set.network, out, logger)
 	}
 	dir, err := os.MkdirTemp("", "mst-worker-image-")
 	if err != nil {

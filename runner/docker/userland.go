@@ -21,12 +21,15 @@ import (
 
 // Worker images with a userland: `mst runner setup docker --with LIST`
 // builds, beside the minimal FROM-scratch image, a Debian worker image and,
-// when LIST names Node or npm packages, a Node image on top of it. Their
-// Dockerfiles are in images/. The npm packages are installed on the machine
-// that runs setup, into the build context, so the builds need no network:
-// only the Debian base image on the Docker host.
+// on top of it, a Python image when LIST names python, and a Node image
+// when LIST names Node or npm packages (on the Python image when both).
+// Their Dockerfiles are in images/. The npm packages are installed on the
+// machine that runs setup, into the build context, so the Debian and Node
+// builds need no network: only the Debian base image on the Docker host.
+// The Python image installs Debian's python3 with apt, so its build needs
+// a Debian mirror (the network option is the build's network).
 
-//go:embed images/Dockerfile.debian images/Dockerfile.node
+//go:embed images/Dockerfile.debian images/Dockerfile.python images/Dockerfile.node
 var userlandFiles embed.FS
 
 // DebianBase is the public image the Debian worker image starts FROM: the
@@ -50,6 +53,7 @@ type Userland struct {
 // image's tag. Every npm package needs node, which --with then adds.
 var Userlands = []Userland{
 	{Name: "debian"},
+	{Name: "python", Commands: []string{"python3"}},
 	{Name: "node", NPM: "node-linux-CPU@22", Commands: []string{"node"}},
 	{Name: "claude-code", NPM: "@anthropic-ai/claude-code@2.1.332", Commands: []string{"claude"}},
 	{Name: "codex-cli", NPM: "@openai/codex@0.171.0", Commands: []string{"codex"}},
@@ -57,6 +61,18 @@ var Userlands = []Userland{
 	{Name: "everything", NPM: "@modelcontextprotocol/server-everything@2026.8.31", Commands: []string{"mcp-server-everything"}},
 	{Name: "filesystem", NPM: "@modelcontextprotocol/server-filesystem@2026.8.31", Commands: []string{"mcp-server-filesystem"}},
 }
+
+// clientSetupEnv is the variable that tells a worker how a client's
+// program gets onto its machine (shard.ClientSetupEnv, which a runner
+// cannot import), and clientSetup what the docker runner's containers say
+// in it: the client's name stands for {client}, and the CLI clients' names
+// are names --with takes.
+const (
+	clientSetupEnv = "MST_CLIENT_SETUP"
+	clientSetup    = "this worker runs in a docker container whose image lacks it: build a worker image that has it with " +
+		"`mst runner setup docker --with {client}` (adding the names of the other programs the eval runs there) " +
+		"and run in it with the --runner-option image=REF that setup prints"
+)
 
 // npmCPUs maps Docker's architecture names to npm's (and Node's).
 var npmCPUs = map[string]string{"amd64": "x64", "arm64": "arm64"}
@@ -157,10 +173,13 @@ func npmSpecs(parts []Userland, cpu string) []string {
 }
 
 // setupUserland builds the images of `--with`: the Debian worker image
-// (tagged <default image>-debian), and the Node image on top of it when
-// parts holds node. sum is the mst binary's SHA-256, for LabelBinary.
-func setupUserland(ctx context.Context, c *clicmd.CLI, p runner.SetupParams, parts []Userland, arch, sum string, out io.Writer, logger *slog.Logger) error {
-	node := slices.ContainsFunc(parts, func(u Userland) bool { return u.Name == "node" })
+// (tagged <default image>-debian), the Python image on top of it when
+// parts holds python (tagged <default image>-python), and the Node image
+// on top of the last when parts holds node. sum is the mst binary's
+// SHA-256, for LabelBinary; network is the network option, which the
+// Python image's build uses to reach a Debian mirror.
+func setupUserland(ctx context.Context, c *clicmd.CLI, p runner.SetupParams, parts []Userland, arch, sum, network string, out io.Writer, logger *slog.Logger) error {
+	node, python := hasPart(parts, "node"), hasPart(parts, "python")
 	var npm, cpu string
 	if node {
 		var err error
@@ -199,9 +218,19 @@ func setupUserland(ctx context.Context, c *clicmd.CLI, p runner.SetupParams, par
 		return err
 	}
 	ref, final := debian, id
+	if python {
+		ref = userlandImage(version, parts[:2])
+		if final, err = buildPython(ctx, c, debian, sum, network, out); err != nil {
+			return err
+		}
+		if err := retag(ctx, c, final, ref, logger); err != nil {
+			return err
+		}
+	}
 	if node {
+		base := ref
 		ref = userlandImage(version, parts)
-		if final, err = buildNode(ctx, c, npm, cpu, debian, parts, sum, out); err != nil {
+		if final, err = buildNode(ctx, c, npm, cpu, base, parts, sum, out); err != nil {
 			return err
 		}
 		if err := retag(ctx, c, final, ref, logger); err != nil {
@@ -238,6 +267,35 @@ func findNPM(arch string) (npm, cpu string, err error) {
 	return npm, cpu, nil
 }
 
+// hasPart reports whether parts holds the part named name.
+func hasPart(parts []Userland, name string) bool {
+	return slices.ContainsFunc(parts, func(u Userland) bool { return u.Name == name })
+}
+
+// buildPython builds the Python image on top of the image base, with the
+// network network ("" for Docker's default), and returns its id.
+func buildPython(ctx context.Context, c *clicmd.CLI, base, sum, network string, out io.Writer) (string, error) {
+	dir, err := os.MkdirTemp("", "mst-worker-python-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	if err := copyEmbedded("images/Dockerfile.python", filepath.Join(dir, "Dockerfile")); err != nil {
+		return "", err
+	}
+	fmt.Fprintf(out, "building the Python worker image on %s with Debian's python3 (apt needs a Debian mirror)\n", base)
+	args := []string{"--build-arg", "BASE=" + base, "--label", LabelBinary + "=" + sum}
+	if network != "" {
+		args = append(args, "--network", network)
+	}
+	id, err := build(ctx, c, dir, args...)
+	if err != nil {
+		return "", fmt.Errorf("docker runner: building the Python worker image, which installs python3 from Debian's packages with apt: %w. "+
+			"Its build needs a Debian mirror: if the Docker host's builds cannot reach one on Docker's default network, pass the network they can with --runner-option %s=NAME (such as host)", err, OptionNetwork)
+	}
+	return id, nil
+}
+
 // buildNode installs the npm packages of parts into a build context and
 // builds the Node image on top of the image base; it returns its id.
 func buildNode(ctx context.Context, c *clicmd.CLI, npm, cpu, base string, parts []Userland, sum string, out io.Writer) (string, error) {
@@ -268,9 +326,9 @@ func buildNode(ctx context.Context, c *clicmd.CLI, npm, cpu, base string, parts 
 	return id, nil
 }
 
-// checkUserland runs node and looks up each part's commands in the image,
-// so an image that setup tags can run what it was built for. It returns
-// what it found, for setup's last line.
+// checkUserland runs node and python3 and looks up each part's commands in
+// the image, so an image that setup tags can run what it was built for.
+// It returns what it found, for setup's last line.
 func checkUserland(ctx context.Context, c *clicmd.CLI, id string, parts []Userland) (string, error) {
 	var script strings.Builder
 	script.WriteString("set -e; test -x /usr/bin/env; tar --version >/dev/null")
@@ -279,29 +337,42 @@ func checkUserland(ctx context.Context, c *clicmd.CLI, id string, parts []Userla
 			fmt.Fprintf(&script, "; command -v %s >/dev/null || { echo 'no %s on PATH' >&2; exit 1; }", cmd, cmd)
 		}
 	}
-	node := slices.ContainsFunc(parts, func(u Userland) bool { return u.Name == "node" })
+	// One line each: Node's version, then Python's (with venv, which
+	// makes a virtual environment for a server's packages).
+	node, python := hasPart(parts, "node"), hasPart(parts, "python")
 	if node {
 		script.WriteString("; node --version")
+	}
+	if python {
+		script.WriteString("; python3 -c 'import ensurepip, venv, platform; print(platform.python_version())'")
 	}
 	got, err := c.Run(ctx, nil, "run", "--rm", "--network", "none", "--entrypoint", "/bin/sh", id, "-c", script.String())
 	if err != nil {
 		return "", err
 	}
-	if !node {
+	lines := strings.Split(got, "\n")
+	var about []string
+	if node {
+		if v := lines[0]; !strings.HasPrefix(v, "v22.") {
+			return "", fmt.Errorf("its node is %q, want Node 22", v)
+		}
+		about, lines = append(about, "node "+lines[0]), lines[1:]
+	}
+	if python {
+		if v := lines[len(lines)-1]; !strings.HasPrefix(v, "3.") {
+			return "", fmt.Errorf("its python3 printed %q, want a Python 3 version", v)
+		}
+		about = append(about, "python "+lines[len(lines)-1])
+	}
+	for _, u := range parts {
+		if u.NPM != "" && u.Name != "node" {
+			about = append(about, u.Name)
+		}
+	}
+	if len(about) == 0 {
 		return "", nil
 	}
-	if !strings.HasPrefix(got, "v22.") {
-		return "", fmt.Errorf("its node is %q, want Node 22", got)
-	}
-	var names []string
-	for _, u := range parts[2:] {
-		names = append(names, u.Name)
-	}
-	about := ", node " + got
-	if len(names) > 0 {
-		about += ", " + strings.Join(names, ", ")
-	}
-	return about, nil
+	return ", " + strings.Join(about, ", "), nil
 }
 
 // build runs a quiet docker build of dir with extra arguments, and returns

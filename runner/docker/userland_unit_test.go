@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mst-eval/mst/runner"
+	"github.com/mst-eval/mst/shard"
 )
 
 // TestParseWith reads every shape of --with: one list or several flags,
@@ -32,7 +33,9 @@ func TestParseWith(t *testing.T) {
 		{[]string{"filesystem,filesystem", "debian"}, "debian node filesystem", "mst-worker:1.2.3-node-filesystem"},
 		{[]string{"node,claude-code,codex-cli,gemini-cli,everything"}, "debian node claude-code codex-cli gemini-cli everything", "mst-worker:1.2.3-node-claude-code-codex-cli-gemini-cli-everything"},
 		{[]string{"claude"}, "", ""},
-		{[]string{"node", "python"}, "", ""},
+		{[]string{"python"}, "debian python", "mst-worker:1.2.3-python"},
+		{[]string{"claude-code,python"}, "debian python node claude-code", "mst-worker:1.2.3-python-node-claude-code"},
+		{[]string{"node", "ruby"}, "", ""},
 		{[]string{"@anthropic-ai/claude-code"}, "", ""},
 		{[]string{"node;claude-code"}, "", ""},
 	} {
@@ -120,7 +123,7 @@ func TestNPMSpecs(t *testing.T) {
 // get the general advice.
 func TestUserlandMismatch(t *testing.T) {
 	t.Parallel()
-	for _, with := range []string{"debian", "node", "claude-code", "everything,codex-cli", "node,claude-code,codex-cli,gemini-cli,everything,filesystem"} {
+	for _, with := range []string{"debian", "node", "claude-code", "everything,codex-cli", "node,claude-code,codex-cli,gemini-cli,everything,filesystem", "python", "python,everything"} {
 		parts := mustParseWith([]string{with})
 		old := userlandImage("1.0.0-rc.1", parts)
 		msg := mismatch(old, "/mst", "1.0.0-rc.1", "1.2.0", "amd64")
@@ -137,7 +140,7 @@ func TestUserlandMismatch(t *testing.T) {
 			}
 		}
 	}
-	for _, ref := range []string{"mst-worker:1.0.0", "mst-worker:1.0.0-python", "mst-worker:1.0.0-node-claude", "acme/w:1.0.0-node", "mst-worker:1.0.0-node-"} {
+	for _, ref := range []string{"mst-worker:1.0.0", "mst-worker:1.0.0-ruby", "mst-worker:1.0.0-python-", "mst-worker:1.0.0-node-claude", "acme/w:1.0.0-node", "mst-worker:1.0.0-node-"} {
 		if msg := mismatch(ref, "/mst", "1.0.0", "1.2.0", "amd64"); strings.Contains(msg, "--with") || !strings.Contains(msg, "leave out --runner-option image") {
 			t.Errorf("mismatch of %s: %q, want the general advice", ref, msg)
 		}
@@ -159,6 +162,25 @@ func TestSetupWithRefusals(t *testing.T) {
 	} {
 		if err := Setup(context.Background(), tc.p); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Setup(%+v) = %v, want an error that says %q", tc.p, err, tc.want)
+		}
+	}
+}
+
+// TestClientSetupEnv checks that the containers tell their workers how a
+// client's program gets into the image in the variable the worker reads,
+// with a command --with takes for each CLI client.
+func TestClientSetupEnv(t *testing.T) {
+	t.Parallel()
+	if clientSetupEnv != shard.ClientSetupEnv {
+		t.Errorf("the containers set %s, and workers read %s", clientSetupEnv, shard.ClientSetupEnv)
+	}
+	for _, client := range []string{"claude-code", "codex-cli", "gemini-cli"} {
+		hint := strings.ReplaceAll(clientSetup, "{client}", client)
+		if !strings.Contains(hint, "`mst runner setup docker --with "+client+"`") {
+			t.Errorf("the hint for %s is %q, want it to give the setup command", client, hint)
+		}
+		if _, err := parseWith([]string{client}); err != nil {
+			t.Errorf("the hint for %s names a --with that setup refuses: %v", client, err)
 		}
 	}
 }
