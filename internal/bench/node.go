@@ -103,7 +103,7 @@ trials: 1
 	fmt.Println()
 	fmt.Println("mst run: wall time of `mst run` of one case, one trial; server start: start to the first tools/list answer;")
 	fmt.Println("mst CPU: the mst process alone; server CPU: the processes it waited for (the server)")
-	fmt.Printf("median: the run %s, the server's start %s: MST adds %s (target < 1 s)\n",
+	fmt.Printf("medians: the run %s, the server's start %s, the rounds' differences %s: MST adds that (target < 1 s)\n",
 		median(walls).Round(time.Millisecond), median(starts).Round(time.Millisecond), median(adds).Round(time.Millisecond))
 	return nil
 }

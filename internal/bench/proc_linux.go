@@ -115,7 +115,7 @@ func (s *sampler) loop(stop <-chan struct{}) {
 		if s.follow != nil {
 			// New children are looked for less often than known ones are
 			// read: a scan reads every process's stat.
-			if n%5 == 0 {
+			if n%10 == 0 {
 				s.findKids()
 			}
 			for pid, k := range s.kids {
