@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +33,7 @@ const detachCanary = "canary-detach-secret-5d71e2"
 // eval whose server reads a secret, and a secrets file.
 type detached struct {
 	t        *testing.T
+	w        *detachWorld
 	dir      string
 	eval     string
 	secrets  string
@@ -57,23 +59,32 @@ func (d *detached) newShm() []string {
 }
 
 // newDetached makes the eval of cases (id → input), on the test server,
-// two variants, one trial each.
+// two variants, one trial each, for the processes runner.
 func newDetached(t *testing.T, cases map[string]string, order []string) *detached {
+	t.Helper()
+	return newDetachedOn(t, processesWorld(), cases, order)
+}
+
+// newDetachedOn is newDetached for the runner of w.
+func newDetachedOn(t *testing.T, w *detachWorld, cases map[string]string, order []string) *detached {
 	t.Helper()
 	g := blobtest.StartGCS(t)
 	name := g.NewBucket(t)
 	blobtest.Setenv(t, g.Env())
 	// A killed coordinator's lock on its run lasts this long, not a minute.
 	t.Setenv(cli.LeaseEnv, "2s")
+	if w.start != nil {
+		w.start(t, g.Host())
+	}
 	dir := t.TempDir()
-	d := &detached{t: t, dir: dir, results: "gs://" + name + "/team", bucket: g.OpenBucket(t, name), marks: filepath.Join(dir, "marks")}
+	d := &detached{t: t, w: w, dir: dir, results: "gs://" + name + "/team", bucket: g.OpenBucket(t, name), marks: filepath.Join(dir, "marks")}
 	os.Mkdir(d.marks, 0o755)
 	d.shm = map[string]bool{}
 	before, _ := filepath.Glob("/dev/shm/mst-secrets-*")
 	for _, p := range before {
 		d.shm[p] = true
 	}
-	server := testServerCommand(t, dir)
+	server := w.server(t, dir)
 	d.eval = filepath.Join(dir, "eval.yaml")
 	os.WriteFile(d.eval, []byte(`name: detached
 datasets: [cases.jsonl]
@@ -97,7 +108,7 @@ limits: {concurrency: 4}
 	}
 	os.WriteFile(filepath.Join(dir, "cases.jsonl"), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 	d.secrets = filepath.Join(dir, "secrets.env")
-	os.WriteFile(d.secrets, []byte("SRV_TOKEN="+detachCanary+"\n"), 0o600)
+	os.WriteFile(d.secrets, []byte(strings.Join(append([]string{"SRV_TOKEN=" + detachCanary}, w.secrets...), "\n")+"\n"), 0o600)
 	t.Cleanup(d.stopAll)
 	return d
 }
@@ -106,7 +117,11 @@ limits: {concurrency: 4}
 // would type it, and returns its exit code and output.
 func (d *detached) mst(args ...string) mstResult {
 	d.t.Helper()
-	cmd := exec.Command(os.Args[0], args...)
+	bin := d.w.bin
+	if bin == "" {
+		bin = os.Args[0]
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Args[0] = "mst"
 	cmd.Dir = d.dir
 	var out, errOut bytes.Buffer
@@ -159,6 +174,20 @@ func (d *detached) status(id string, now time.Time) map[string]any {
 	return s
 }
 
+// statusOrNil is the status of id, or nil where it cannot be read; it
+// works in cleanups, once t.Context() has ended.
+func (d *detached) statusOrNil(id string) map[string]any {
+	var stdout bytes.Buffer
+	if cli.Main(context.Background(), []string{"runs", "status", id, "-c", d.eval, "--results", d.results, "--json"}, cli.Stdio{Out: &stdout, Err: io.Discard, Env: os.Environ()}) != 0 {
+		return nil
+	}
+	var s map[string]any
+	if json.Unmarshal(stdout.Bytes(), &s) != nil {
+		return nil
+	}
+	return s
+}
+
 // waitStatus waits until cond holds of the status, or the run ended
 // without it.
 func (d *detached) waitStatus(id, what string, cond func(map[string]any) bool) map[string]any {
@@ -201,16 +230,17 @@ func (d *detached) waitGone(pid int) {
 // everything they started, so nothing outlives the test.
 func (d *detached) stopAll() {
 	os.WriteFile(filepath.Join(d.marks, testserver.WakeFile), nil, 0o600)
+	if d.w.cleanup != nil {
+		d.w.cleanup(d)
+	}
 	for _, id := range d.launches {
-		var stdout bytes.Buffer
-		// t.Context() has ended by the time cleanups run.
-		cli.Main(context.Background(), []string{"runs", "status", id, "-c", d.eval, "--results", d.results, "--json"}, cli.Stdio{Out: &stdout, Err: &bytes.Buffer{}, Env: os.Environ()})
 		var s struct {
 			PID     int    `json:"pid"`
 			State   string `json:"state"`
 			Machine string `json:"machine"`
 		}
-		json.Unmarshal(stdout.Bytes(), &s)
+		data, _ := json.Marshal(d.statusOrNil(id))
+		json.Unmarshal(data, &s)
 		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", s.PID))
 		if s.PID > 0 && s.State != "done" && s.State != "failed" && s.State != "cancelled" && bytes.Contains(cmdline, []byte("coordinate")) {
 			killTree(s.PID)
@@ -339,48 +369,116 @@ func TestDetachProcesses(t *testing.T) {
 	d.noCanary()
 }
 
-// TestDetachCancel cancels a detached run while one of its trials is in
-// flight: the coordinator interrupts its mst run as Ctrl-C would, starts
-// nothing else, and the run keeps the trials it collected.
-func TestDetachCancel(t *testing.T) {
-	cases := map[string]string{"a": quickCases["a"], "b": quickCases["über-🦉"], "slow": "sleep for 600 seconds please"}
-	d := newDetached(t, cases, []string{"a", "b", "slow"})
-	id := d.launch("run", d.eval, "--results", d.results, "--runner", "processes", "--variant", "v")
-	d.waitStatus(id, "two trials collected and the slow one in flight", func(s map[string]any) bool {
-		ents, _ := os.ReadDir(d.marks)
-		return s["collected"] == 2.0 && len(ents) > 0
+// TestDetachCancel cancels a detached run on the processes runner while
+// one of its trials is in flight (testDetachCancel).
+func TestDetachCancel(t *testing.T) { testDetachCancel(t, processesWorld()) }
+
+// TestDetachLost kills a detached run's coordinator on the processes
+// runner mid-run, and finishes the run with a resume (testDetachLost).
+func TestDetachLost(t *testing.T) { testDetachLost(t, processesWorld()) }
+
+// detachWorld is a runner the detached tests run on: how a launch names
+// it, which mst launches, where the eval's server is, and how the test
+// reads, kills and clears away a coordinator machine of it.
+type detachWorld struct {
+	// runner are the --runner flags of a launch.
+	runner []string
+	// bin is the mst that launches; "" is this test binary, acting as mst.
+	bin string
+	// secrets are KEY=value lines added to the secrets file.
+	secrets []string
+	// server puts the test MCP server in dir and returns its path.
+	server func(t *testing.T, dir string) string
+	// noMarks is set where the server cannot leave its marks where the
+	// test reads them (a read-only mount): a slow trial is then taken to
+	// be in flight once the fast ones are collected, since the trials
+	// start together (concurrency 4).
+	noMarks bool
+	// files reads the regular files of the coordinator machine of a
+	// running status (its bundle and log), by path.
+	files func(t *testing.T, status map[string]any) map[string][]byte
+	// kill kills the coordinator machine of a running status, every
+	// process of it at once, as a machine that dies.
+	kill func(t *testing.T, status map[string]any)
+	// start, when set, is called once the bucket's emulator runs at
+	// emulator (HOST:PORT), before anything is launched.
+	start func(t *testing.T, emulator string)
+	// cleanup, when set, removes what the test's launches left behind,
+	// before the processes are stopped.
+	cleanup func(d *detached)
+}
+
+// processesWorld is the processes runner: the coordinator machine is a
+// folder and processes of this machine.
+func processesWorld() *detachWorld {
+	return &detachWorld{
+		runner: []string{"--runner", "processes"},
+		server: testServerCommand,
+		files: func(t *testing.T, s map[string]any) map[string][]byte {
+			machine, _ := s["machine"].(string)
+			if machine == "" {
+				t.Fatal("the status names no coordinator machine")
+			}
+			return folderFiles(machine)
+		},
+		kill: func(t *testing.T, s map[string]any) { killTree(int(s["pid"].(float64))) },
+	}
+}
+
+// folderFiles reads the regular files under dir, by path.
+func folderFiles(dir string) map[string][]byte {
+	files := map[string][]byte{}
+	filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
+		if err == nil && e.Type().IsRegular() {
+			files[p], _ = os.ReadFile(p)
+		}
+		return nil
 	})
-	// While it runs: no process has the secret in its argv, and the
-	// coordinator's folder (the bundle, its log) does not hold it.
+	return files
+}
+
+// inFlight says whether the slow trial has started.
+func (d *detached) inFlight() bool {
+	if d.w.noMarks {
+		return true
+	}
+	ents, _ := os.ReadDir(d.marks)
+	return len(ents) > 0
+}
+
+// testDetachCancel cancels a detached run while one of its trials is in
+// flight: the coordinator interrupts its mst run as Ctrl-C would, starts
+// nothing else, and the run keeps the trials it collected. While it runs,
+// no process has the secret in its argv and the coordinator machine's
+// files (the bundle, its log) do not hold it.
+func testDetachCancel(t *testing.T, w *detachWorld) {
+	cases := map[string]string{"a": quickCases["a"], "b": quickCases["über-🦉"], "slow": "sleep for 600 seconds please"}
+	d := newDetachedOn(t, w, cases, []string{"a", "b", "slow"})
+	id := d.launch(append([]string{"run", d.eval, "--results", d.results, "--variant", "v"}, w.runner...)...)
+	running := d.waitStatus(id, "two trials collected and the slow one in flight", func(s map[string]any) bool {
+		return s["collected"] == 2.0 && d.inFlight()
+	})
 	for _, pid := range allPIDs() {
 		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		if bytes.Contains(cmdline, []byte(detachCanary)) {
 			t.Errorf("process %d has the secret in its argv: %q", pid, cmdline)
 		}
 	}
-	machine, _ := d.status(id, time.Time{})["machine"].(string)
-	if machine == "" {
-		t.Fatal("the status names no coordinator machine")
-	}
-	var files int
-	filepath.WalkDir(machine, func(p string, e os.DirEntry, err error) error {
-		if err == nil && e.Type().IsRegular() {
-			files++
-			if data, _ := os.ReadFile(p); bytes.Contains(data, []byte(detachCanary)) {
-				t.Errorf("the coordinator's %s holds the secret", p)
-			}
+	files := w.files(t, running)
+	for p, data := range files {
+		if bytes.Contains(data, []byte(detachCanary)) {
+			t.Errorf("the coordinator machine's %s holds the secret", p)
 		}
-		return nil
-	})
-	if files < 4 {
-		t.Errorf("the coordinator's folder %s holds %d files; want the bundle and the log", machine, files)
+	}
+	if len(files) < 4 {
+		t.Errorf("the coordinator machine holds %d files; want the bundle and the log", len(files))
 	}
 	if r := runCLI(t, "runs", "cancel", id, "-c", d.eval, "--results", d.results); r.code != 0 {
 		t.Fatalf("mst runs cancel exited %d\n%s", r.code, r.stderr)
 	}
-	w := d.watch(id)
-	if w.code != int(cli.ExitPartial) || !strings.Contains(w.stderr, "was cancelled") {
-		t.Fatalf("mst runs watch exited %d, want %d (cancelled)\n%s\n%s", w.code, cli.ExitPartial, w.stdout, w.stderr)
+	w2 := d.watch(id)
+	if w2.code != int(cli.ExitPartial) || !strings.Contains(w2.stderr, "was cancelled") {
+		t.Fatalf("mst runs watch exited %d, want %d (cancelled)\n%s\n%s", w2.code, cli.ExitPartial, w2.stdout, w2.stderr)
 	}
 	s := d.status(id, time.Time{})
 	cmds, _ := s["commands"].([]any)
@@ -397,19 +495,17 @@ func TestDetachCancel(t *testing.T) {
 	d.noCanary()
 }
 
-// TestDetachLost kills the coordinator machine (every process of it) while
-// a trial is in flight: its status stops, shows lost five minutes later
-// (a fake clock), and mst run --resume RUN --detach finishes the run on a
-// new coordinator.
-func TestDetachLost(t *testing.T) {
+// testDetachLost kills the coordinator machine while a trial is in
+// flight: its status stops, shows lost five minutes later (a fake clock),
+// and mst run --resume RUN --detach finishes the run on a new coordinator.
+func testDetachLost(t *testing.T, w *detachWorld) {
 	cases := map[string]string{"a": quickCases["a"], "slow": "sleep for 600 seconds please"}
-	d := newDetached(t, cases, []string{"a", "slow"})
-	id := d.launch("run", d.eval, "--results", d.results, "--runner", "processes", "--variant", "v")
+	d := newDetachedOn(t, w, cases, []string{"a", "slow"})
+	id := d.launch(append([]string{"run", d.eval, "--results", d.results, "--variant", "v"}, w.runner...)...)
 	s := d.waitStatus(id, "one trial collected and the slow one in flight", func(s map[string]any) bool {
-		ents, _ := os.ReadDir(d.marks)
-		return s["collected"] == 1.0 && len(ents) > 0 && s["run"] != nil
+		return s["collected"] == 1.0 && d.inFlight() && s["run"] != nil
 	})
-	killTree(int(s["pid"].(float64)))
+	w.kill(t, s)
 	run := s["run"].(string)
 	// Let the slow trial finish on the resume.
 	os.WriteFile(filepath.Join(d.marks, testserver.WakeFile), nil, 0o600)
