@@ -9,12 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/mst-eval/mst/internal/canarytest"
 	"github.com/mst-eval/mst/internal/testserver"
 	"github.com/mst-eval/mst/provider/providertest"
 	"github.com/mst-eval/mst/run"
@@ -119,25 +118,25 @@ limits: {concurrency: 1}
 		defer close(checked)
 		<-inFlight
 		var server, worker bool
-		for _, pr := range descendants(os.Getpid()) {
-			if names := found(pr.cmdline); len(names) > 0 {
-				t.Errorf("process %d (%q) has %v in its argv", pr.pid, pr.cmdline, names)
+		for _, pr := range canarytest.Descendants(os.Getpid()) {
+			if names := found(pr.Cmdline); len(names) > 0 {
+				t.Errorf("process %d (%q) has %v in its argv", pr.PID, pr.Cmdline, names)
 			}
 			switch {
-			case bytes.Contains(pr.cmdline, []byte("--mark")):
+			case bytes.Contains(pr.Cmdline, []byte("--mark")):
 				server = true
-				if !bytes.Contains(pr.environ, []byte("SRV_TOKEN="+token)) {
+				if !bytes.Contains(pr.Environ, []byte("SRV_TOKEN="+token)) {
 					t.Errorf("the server's environment lacks the value its env refers to")
 				}
 				for _, c := range []string{fileValue, apiKey, unused, raw} {
-					if bytes.Contains(pr.environ, []byte(c)) {
+					if bytes.Contains(pr.Environ, []byte(c)) {
 						t.Errorf("the server's environment has a secret it was not given: %v", found([]byte(c)))
 					}
 				}
 			default:
-				worker = worker || bytes.Contains(pr.cmdline, []byte("--bundle"))
-				if names := found(pr.environ); len(names) > 0 {
-					t.Errorf("process %d (%q) has %v in its environment", pr.pid, pr.cmdline, names)
+				worker = worker || bytes.Contains(pr.Cmdline, []byte("--bundle"))
+				if names := found(pr.Environ); len(names) > 0 {
+					t.Errorf("process %d (%q) has %v in its environment", pr.PID, pr.Cmdline, names)
 				}
 			}
 		}
@@ -188,45 +187,6 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
-}
-
-type procInfo struct {
-	pid              int
-	cmdline, environ []byte
-}
-
-// descendants reads the argv and environment of every process under root.
-func descendants(root int) []procInfo {
-	parent := map[int]int{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid …: comm may hold spaces and parentheses.
-		if i := bytes.LastIndexByte(stat, ')'); i > 0 {
-			if f := strings.Fields(string(stat[i+1:])); len(f) > 1 {
-				parent[pid], _ = strconv.Atoi(f[1])
-			}
-		}
-	}
-	var out []procInfo
-	for pid := range parent {
-		for p := parent[pid]; p > 1; p = parent[p] {
-			if p == root {
-				c, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-				env, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-				out = append(out, procInfo{pid: pid, cmdline: c, environ: env})
-				break
-			}
-		}
-	}
-	return out
 }
 
 // canaryRun plans the eval at path with the secrets set and returns the

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mst-eval/mst/credstore"
+	"github.com/mst-eval/mst/internal/canarytest"
 	"github.com/mst-eval/mst/internal/oauthtest"
 	"github.com/mst-eval/mst/provider/providertest"
 	"github.com/mst-eval/mst/run"
@@ -170,12 +171,12 @@ func TestConnectorRun(t *testing.T) {
 			// The processes runner's workers are read while they run: at
 			// their first message.
 			var mu sync.Mutex
-			var workers []procInfo
+			var workers []canarytest.Process
 			var bundles []string
 			o.Runner = watched(o.Runner, io.Discard, func(sh runner.Shard) {
 				mu.Lock()
 				defer mu.Unlock()
-				workers = append(workers, descendants(os.Getpid())...)
+				workers = append(workers, canarytest.Descendants(os.Getpid())...)
 				// The bundle as the worker got it, while it runs.
 				filepath.WalkDir(sh.BundleDir, func(path string, d fs.DirEntry, err error) error {
 					if err == nil && !d.IsDir() {
@@ -221,8 +222,8 @@ func TestConnectorRun(t *testing.T) {
 			tp.mu.Unlock()
 			for _, w := range workers {
 				for what, v := range canaries {
-					if bytes.Contains(w.cmdline, []byte(v)) || bytes.Contains(w.environ, []byte(v)) {
-						t.Errorf("process %d (%q) holds the %s in its argv or environment", w.pid, w.cmdline, what)
+					if bytes.Contains(w.Cmdline, []byte(v)) || bytes.Contains(w.Environ, []byte(v)) {
+						t.Errorf("process %d (%q) holds the %s in its argv or environment", w.PID, w.Cmdline, what)
 					}
 				}
 			}

@@ -21,6 +21,7 @@ import (
 	"testing"
 
 	"github.com/mst-eval/mst/grade"
+	"github.com/mst-eval/mst/internal/canarytest"
 	"github.com/mst-eval/mst/provider/providertest"
 	"github.com/mst-eval/mst/run"
 	"github.com/mst-eval/mst/runner"
@@ -122,11 +123,7 @@ func TestGradeRunnerKeys(t *testing.T) {
 	set := secrets.New()
 	set.Add("JUDGE_KEY", judgeKey)
 	set.Add("SRV_TOKEN", srvToken)
-	has := func(b []byte, name, value string) bool {
-		one := secrets.New()
-		one.Add(name, value)
-		return !bytes.Equal(secrets.NewRedactor(one).Bytes(b), b)
-	}
+	has := canarytest.Holds
 	fake := providertest.New(t, judgeScript())
 	p, o, shards, printed := canaryRun(t, gradedEval(t, fake.URL), set)
 	collectTap := &lockedBuffer{b: &bytes.Buffer{}}
@@ -136,13 +133,13 @@ func TestGradeRunnerKeys(t *testing.T) {
 	gradeShards := t.TempDir()
 	var workers atomic.Int32
 	seen := func(s runner.Shard) {
-		for _, pr := range descendants(os.Getpid()) {
-			if !bytes.Contains(pr.cmdline, []byte("grade-shard")) {
+		for _, pr := range canarytest.Descendants(os.Getpid()) {
+			if !bytes.Contains(pr.Cmdline, []byte("grade-shard")) {
 				continue
 			}
 			workers.Add(1)
-			if has(pr.cmdline, "JUDGE_KEY", judgeKey) || has(pr.environ, "JUDGE_KEY", judgeKey) {
-				t.Errorf("grade worker %d (%q) holds the judge key in its argv or environment", pr.pid, pr.cmdline)
+			if has(pr.Cmdline, "JUDGE_KEY", judgeKey) || has(pr.Environ, "JUDGE_KEY", judgeKey) {
+				t.Errorf("grade worker %d (%q) holds the judge key in its argv or environment", pr.PID, pr.Cmdline)
 			}
 		}
 	}
@@ -349,9 +346,9 @@ func TestGradeShardLost(t *testing.T) {
 			}
 		}
 		receivedBefore = graded.count()
-		for _, pr := range descendants(os.Getpid()) {
-			if bytes.Contains(pr.cmdline, []byte("grade-shard")) {
-				syscall.Kill(pr.pid, syscall.SIGKILL)
+		for _, pr := range canarytest.Descendants(os.Getpid()) {
+			if bytes.Contains(pr.Cmdline, []byte("grade-shard")) {
+				syscall.Kill(pr.PID, syscall.SIGKILL)
 			}
 		}
 	}()

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mst-eval/mst/internal/canarytest"
 	"github.com/mst-eval/mst/internal/testserver"
 	"github.com/mst-eval/mst/provider/providertest"
 	"github.com/mst-eval/mst/run"
@@ -38,11 +39,7 @@ func TestJudgeKeyCanary(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	judgeOnly := secrets.New()
-	judgeOnly.Add("JUDGE_KEY", judgeKey)
-	holds := func(b []byte) bool {
-		return !bytes.Equal(secrets.NewRedactor(judgeOnly).Bytes(b), b)
-	}
+	holds := func(b []byte) bool { return canarytest.Holds(b, "JUDGE_KEY", judgeKey) }
 	fake := providertest.New(t, providertest.Script{Conversations: []providertest.Conversation{
 		providertest.JudgeConversation("<rubric>", providertest.JudgeReply{Verdict: "pass", Score: 4, Rationale: "fine"}.Turn()),
 		{Turns: []providertest.Turn{
@@ -88,10 +85,10 @@ limits: {concurrency: 1}
 			}
 		}
 		worker := false
-		for _, pr := range descendants(os.Getpid()) {
-			worker = worker || bytes.Contains(pr.cmdline, []byte("--bundle"))
-			if holds(pr.cmdline) || holds(pr.environ) {
-				t.Errorf("process %d (%q) holds the judge key in its argv or environment", pr.pid, pr.cmdline)
+		for _, pr := range canarytest.Descendants(os.Getpid()) {
+			worker = worker || bytes.Contains(pr.Cmdline, []byte("--bundle"))
+			if holds(pr.Cmdline) || holds(pr.Environ) {
+				t.Errorf("process %d (%q) holds the judge key in its argv or environment", pr.PID, pr.Cmdline)
 			}
 		}
 		if !worker {
