@@ -255,6 +255,26 @@ func worse(p Comparison) bool {
 	return p.Cases > 0 && *p.MeanDifference < 0 && *p.SignTestP < regressionAlpha
 }
 
+// pairedCells are the paired comparison's cells in a table: the mean
+// difference, its interval (between brackets when bracket is true, as the
+// text tables show it), and the sign test followed by worseMark when
+// worse; – for each when no case is paired.
+func pairedCells(p Comparison, worse, bracket bool, worseMark string) (diff, iv, test string) {
+	if p.Cases == 0 {
+		return "–", "–", "–"
+	}
+	diff = signed(*p.MeanDifference)
+	iv = signed(p.Interval.Low) + " … " + signed(p.Interval.High)
+	if bracket {
+		iv = "[" + iv + "]"
+	}
+	test = pValue(*p.SignTestP)
+	if worse {
+		test += " " + worseMark
+	}
+	return diff, iv, test
+}
+
 // rateStats is the pass rate of v.
 func rateStats(v VariantStats) RateStats {
 	return RateStats{PassRate: v.PassRate, Interval: v.Interval, Passed: v.Passed, Graded: v.Graded}
@@ -324,15 +344,7 @@ func (c RunComparison) WriteTextWidth(w io.Writer, width int) error {
 			{Head: "RUN−BASE"}, {Head: "95% CI", Drop: 5}, {Head: "SIGN TEST", Drop: 6}, {Head: "CASES", Drop: 1, Shrink: true}}}
 		for _, v := range c.Variants {
 			p := v.Paired
-			diff, iv, test := "–", "–", "–"
-			if p.Cases > 0 {
-				diff = signed(*p.MeanDifference)
-				iv = fmt.Sprintf("[%s … %s]", signed(p.Interval.Low), signed(p.Interval.High))
-				test = pValue(*p.SignTestP)
-				if v.Worse {
-					test += " worse"
-				}
-			}
+			diff, iv, test := pairedCells(p, v.Worse, true, "worse")
 			t.Rows = append(t.Rows, []string{text(v.Variant),
 				passRate(v.Base.PassRate, v.Base.Interval), passRate(v.Run.PassRate, v.Run.Interval),
 				diff, iv, test, fmt.Sprintf("%d paired: %d better, %d worse", p.Cases, p.BBetter, p.ABetter)})

@@ -267,16 +267,7 @@ func (c GradeSetComparison) WriteTextWidth(w io.Writer, width int) error {
 			{Head: strings.TrimPrefix(b, "SET ") + "−" + strings.TrimPrefix(a, "SET ")}, {Head: "95% CI", Drop: 5}, {Head: "SIGN TEST", Drop: 6},
 			{Head: "TRIALS", Drop: 1, Shrink: true}}}
 		for _, v := range c.Variants {
-			p := v.Paired
-			diff, iv, test := "–", "–", "–"
-			if p.Cases > 0 {
-				diff = signed(*p.MeanDifference)
-				iv = fmt.Sprintf("[%s … %s]", signed(p.Interval.Low), signed(p.Interval.High))
-				test = pValue(*p.SignTestP)
-				if v.Worse {
-					test += " worse"
-				}
-			}
+			diff, iv, test := pairedCells(v.Paired, v.Worse, true, "worse")
 			t.Rows = append(t.Rows, []string{text(v.Variant),
 				passRate(v.Base.PassRate, v.Base.Interval), passRate(v.Grades.PassRate, v.Grades.Interval),
 				diff, iv, test, fmt.Sprintf("%d: %d pass→fail, %d fail→pass, %d changed", v.Trials, v.PassToFail, v.FailToPass, len(v.Changed))})
@@ -404,16 +395,7 @@ func (c GradeSetComparison) WriteMarkdown(w io.Writer, v Verdict) error {
 		fmt.Fprintf(ew, "| Variant | %s | %s | %s − %s | 95%% CI | Sign test | Pass → fail | Fail → pass |\n", md(a), md(b), md(strings.ToLower(b)), md(strings.ToLower(a)))
 		fmt.Fprintln(ew, "|---|---:|---:|---:|---:|---:|---:|---:|")
 		for _, vc := range c.Variants {
-			p := vc.Paired
-			diff, iv, test := "–", "–", "–"
-			if p.Cases > 0 {
-				diff = signed(*p.MeanDifference)
-				iv = signed(p.Interval.Low) + " … " + signed(p.Interval.High)
-				test = pValue(*p.SignTestP)
-				if vc.Worse {
-					test += " **worse**"
-				}
-			}
+			diff, iv, test := pairedCells(vc.Paired, vc.Worse, false, "**worse**")
 			fmt.Fprintf(ew, "| %s | %s | %s | %s | %s | %s | %d | %d |\n", md(vc.Variant),
 				mdRate(vc.Base.PassRate), mdRate(vc.Grades.PassRate), diff, iv, test, vc.PassToFail, vc.FailToPass)
 		}

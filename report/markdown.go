@@ -181,15 +181,7 @@ func (c RunComparison) WriteMarkdown(w io.Writer, v Verdict) error {
 		fmt.Fprintln(ew, "|---|---:|---:|---:|---:|---:|---:|---:|")
 		for _, vc := range c.Variants {
 			p := vc.Paired
-			diff, iv, test := "–", "–", "–"
-			if p.Cases > 0 {
-				diff = signed(*p.MeanDifference)
-				iv = signed(p.Interval.Low) + " … " + signed(p.Interval.High)
-				test = pValue(*p.SignTestP)
-				if vc.Worse {
-					test += " **worse**"
-				}
-			}
+			diff, iv, test := pairedCells(p, vc.Worse, false, "**worse**")
 			fmt.Fprintf(ew, "| %s | %s | %s | %s | %s | %s | %d | %d |\n", md(vc.Variant),
 				mdRate(vc.Base.PassRate), mdRate(vc.Run.PassRate), diff, iv, test, p.BBetter, p.ABetter)
 		}

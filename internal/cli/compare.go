@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -123,6 +124,20 @@ func compareCommand(ctx context.Context, stdio Stdio, baseRef, runRef string, f 
 	if g.failWorse {
 		res.failed = append(res.failed, worseFailures(c)...)
 	}
+	return printComparison(stdio, f, g, res, c)
+}
+
+// comparison is what mst compare prints: a report.RunComparison or a
+// report.GradeSetComparison.
+type comparison interface {
+	WriteMarkdown(w io.Writer, v report.Verdict) error
+	WriteTextWidth(w io.Writer, width int) error
+}
+
+// printComparison prints c in the form f asks for, then ends with the
+// gates' verdict res.
+func printComparison(stdio Stdio, f compareFlags, g gates, res gateResult, c comparison) error {
+	var err error
 	switch {
 	case f.json:
 		err = writeIndentedJSON(stdio.Out, c)

@@ -84,18 +84,7 @@ func compareGradeSets(ctx context.Context, stdio Stdio, st store.Run, f compareF
 			}
 		}
 	}
-	switch {
-	case f.json:
-		err = writeIndentedJSON(stdio.Out, c)
-	case f.markdown:
-		err = c.WriteMarkdown(stdio.Out, g.verdict(res))
-	default:
-		err = c.WriteTextWidth(stdio.Out, termWidth(stdio, stdio.Out))
-	}
-	if err != nil {
-		return err
-	}
-	return res.exit()
+	return printComparison(stdio, f, g, res, c)
 }
 
 // worseLine says that variant passes less often (than: "than in base run
