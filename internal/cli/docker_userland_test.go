@@ -206,6 +206,7 @@ variants:
 	// network=host: were a prompt sent, it would reach the fake provider.
 	out, err := toolsMST(tools)("run", filepath.Join(dir, "eval.yaml"), "--results", filepath.Join(dir, "results"),
 		"--secrets-file", filepath.Join(dir, "secrets.env"), "--runner", "docker", "--runner-option", "network=host")
+	t.Logf("mst run: %v\n%s", err, out)
 	for _, want := range []string{"readiness check failed", "variant claude-code", "the Claude Code CLI (claude) is not installed", "`mst runner setup docker --with claude-code`"} {
 		if err == nil || !strings.Contains(out, want) {
 			t.Errorf("mst run of a claude-code variant in the minimal image: %v\n%s\nwant it to fail saying %q", err, out, want)
