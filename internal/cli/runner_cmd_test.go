@@ -150,6 +150,10 @@ func TestDocker(t *testing.T) {
 		t.Parallel()
 		testDockerConnector(t, tools)
 	})
+	t.Run("GradeKeys", func(t *testing.T) {
+		t.Parallel()
+		testDockerGradeKeys(t, tools)
+	})
 	t.Run("Scripts", func(t *testing.T) {
 		t.Parallel()
 		testscript.Run(t, testscript.Params{
