@@ -205,7 +205,6 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 		// and no judge runs here.
 		col.grading.off, col.grading.judges = true, nil
 	}
-	col.slots = make(chan struct{}, col.grading.workers)
 	col.batching, col.lastFlush = isRemote(st), now()
 	col.traces = tr
 	if o.Progress != nil {
@@ -537,11 +536,10 @@ type collector struct {
 	logger   *slog.Logger
 
 	// grading grades each trial; trials whose graders include a judge
-	// are graded apart (judging), so a slow model never holds up the
-	// worker's messages.
+	// are graded apart (judges.go: a queue and grading.workers
+	// goroutines), so a slow model never holds up the worker's messages.
 	grading grading
-	judging sync.WaitGroup
-	slots   chan struct{}
+	judges  judgeQueue
 
 	// batch holds grades not stored yet, for a store where each append
 	// is an object of its own (a bucket): they are stored together every
@@ -573,15 +571,9 @@ func (c *collector) Trial(shardIndex int, m *shard.Trial, data []byte) {
 	c.n++
 	c.mu.Unlock()
 	if c.grading.judges != nil && grade.HasJudge(c.grading.graders(t.Case)) && !c.grading.off {
-		// The slot is taken in the goroutine: the coordinator's reading
-		// of the worker never waits for a judge.
-		c.judging.Add(1)
-		go func() {
-			defer c.judging.Done()
-			c.slots <- struct{}{}
-			defer func() { <-c.slots }()
-			c.gradeTrial(ctx, t)
-		}()
+		// Queued: the coordinator's reading of the worker never waits
+		// for a judge.
+		c.judges.add(ctx, c, t)
 		return
 	}
 	c.gradeTrial(ctx, t)
@@ -630,7 +622,7 @@ func (c *collector) flushGrades(ctx context.Context) {
 // wait waits for the trials still being judged, and stores the grades
 // still batched.
 func (c *collector) wait() {
-	c.judging.Wait()
+	c.judges.wait()
 	c.flushGrades(context.Background())
 }
 

@@ -3,8 +3,11 @@
 package run_test
 
 import (
+	"context"
 	"flag"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -15,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mst-eval/mst/run"
 	"github.com/mst-eval/mst/store"
 )
@@ -22,9 +27,10 @@ import (
 // benchTrials lists the run sizes BenchmarkTrials measures.
 var benchTrials = flag.String("trials", "1000,10000", "BenchmarkTrials: approximate trial counts, comma-separated")
 
-// benchBare runs the quickstart's cases with no MCP server, so that a
-// trial costs little but MST's own bookkeeping and large runs are quick.
-var benchBare = flag.Bool("bare", false, "BenchmarkTrials: the quickstart's cases with no MCP server")
+// benchBare runs the quickstart's cases against an MCP server served over
+// HTTP by this process, so that a trial starts no process, costs little
+// but MST's own work, and large runs are quick.
+var benchBare = flag.Bool("bare", false, "BenchmarkTrials: the quickstart's cases with an in-process HTTP MCP server")
 
 // benchHeapProfile, when set, names a folder where BenchmarkTrials writes
 // a heap profile of each size at the end of its run, before the report is
@@ -103,7 +109,8 @@ func BenchmarkTrials(b *testing.B) {
 // quickstartEval copies the quickstart's eval and cases into a folder of
 // the benchmark's, with its server command pointing at the weather server
 // built for these tests; bare replaces the eval with one of two variants
-// that use no server, graded by the quickstart's judge and the cases' own
+// whose server is a streamable-HTTP one in this process (no process
+// started per trial), graded by the quickstart's judge and the cases' own
 // graders.
 func quickstartEval(b *testing.B, bare bool) string {
 	b.Helper()
@@ -121,6 +128,8 @@ func quickstartEval(b *testing.B, bare bool) string {
 	if bare {
 		const eval = `name: bare
 datasets: [cases.jsonl]
+servers:
+  weather: {url: WEATHER}
 variants:
   terse: {client: api, model: offline}
   clear: {client: api, model: offline}
@@ -128,7 +137,8 @@ graders:
   - judge: {rubric: supported, model: offline, gate: false}
 limits: {concurrency: 4}
 `
-		if err := os.WriteFile(filepath.Join(dir, "eval.yaml"), []byte(eval), 0o644); err != nil {
+		text := strings.ReplaceAll(eval, "WEATHER", httpWeather(b))
+		if err := os.WriteFile(filepath.Join(dir, "eval.yaml"), []byte(text), 0o644); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -182,4 +192,22 @@ func profilePeaks(b *testing.B, path string) (stop func()) {
 		}
 	}()
 	return func() { close(done); <-finished }
+}
+
+// httpWeather serves a stand-in weather MCP server (the quickstart's five
+// tool names, one canned answer) over streamable HTTP on the loopback for
+// the benchmark's life, and returns its URL. Its work is done in this
+// process, so with -bare the CPU figure includes the server's side of
+// each MCP session too.
+func httpWeather(b *testing.B) string {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "weather", Version: "1"}, nil)
+	for _, name := range []string{"wx_forecast", "wx_now", "wx_alerts", "wx_convert", "wx_cities"} {
+		tool := &mcp.Tool{Name: name, Description: "Weather for a city: " + name, InputSchema: map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}}
+		srv.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "rain, then snow; highs of 3 °C"}}}, nil
+		})
+	}
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	b.Cleanup(ts.Close)
+	return ts.URL
 }
