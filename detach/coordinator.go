@@ -138,7 +138,13 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	ctx, stopDeadline := context.WithDeadlineCause(ctx, s.Deadline, errDeadline)
 	defer stopDeadline()
 	c.cancelled = make(chan struct{})
+	// Each beat's reads and writes of the records get a bound of their
+	// own: a request to the store that never answers must not stop the
+	// heartbeat for good (the run would show lost while it runs); the
+	// next beat tries again.
 	beat := func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, recordsTimeout)
+		defer cancel()
 		c.readProgress()
 		c.checkCancel(ctx)
 		if err := c.writeStatus(ctx); err != nil {
@@ -160,9 +166,11 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			case <-hb.C:
 				beat(hbCtx)
 			case <-lg.C:
-				if err := c.uploadLog(hbCtx); err != nil {
+				ctx, cancel := context.WithTimeout(hbCtx, recordsTimeout)
+				if err := c.uploadLog(ctx); err != nil {
 					c.logf("warning: uploading the log: %v", err)
 				}
+				cancel()
 			}
 		}
 	}()
@@ -198,6 +206,11 @@ func suffix(msg string) string {
 }
 
 var errDeadline = errors.New("the coordinator's deadline passed")
+
+// recordsTimeout bounds one heartbeat's (or one log upload's) requests
+// to the store; a status older than LostAfter shows the run lost, so a
+// beat must give up well before that.
+const recordsTimeout = time.Minute
 
 func (c *Coordinator) runID() string {
 	c.mu.Lock()
