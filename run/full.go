@@ -86,3 +86,37 @@ func (g *fullGuard) WriteCases(ctx context.Context, cases []dataset.Case) error 
 func (g *fullGuard) WriteGraders(ctx context.Context, specs []json.RawMessage) error {
 	return g.check(g.Run.WriteGraders(ctx, specs))
 }
+
+// EachKey gives the keys of the run's transcripts one at a time when the
+// guarded store can (store.KeyWalker), so that reading a run back through
+// the guard keeps the store's lean path.
+func (g *fullGuard) EachKey(ctx context.Context, fn func(transcript.Key) error) error {
+	if w, ok := g.Run.(store.KeyWalker); ok {
+		return w.EachKey(ctx, fn)
+	}
+	keys, err := g.Run.Keys(ctx)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := fn(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// GradeHistory gives every grade of the run in order when the guarded
+// store can (store.GradeHistory), and otherwise the latest of each trial,
+// which is the same to a reader that lets the last grade of a trial win.
+func (g *fullGuard) GradeHistory(ctx context.Context, fn func(grade.TrialGrade) error) error {
+	if h, ok := g.Run.(store.GradeHistory); ok {
+		return h.GradeHistory(ctx, fn)
+	}
+	return g.Run.Grades(ctx, fn)
+}
+
+var (
+	_ store.KeyWalker    = (*fullGuard)(nil)
+	_ store.GradeHistory = (*fullGuard)(nil)
+)
