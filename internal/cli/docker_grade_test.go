@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/mst-eval/mst/internal/testneed"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -33,7 +34,7 @@ import (
 // stored file and no line MST printed holds the judge key.
 func testDockerGradeKeys(t *testing.T, tools string) {
 	if runtime.GOOS != "linux" {
-		t.Skip("reads processes from /proc")
+		testneed.Missing(t, "this test reads processes from /proc: it needs Linux")
 	}
 	const (
 		judgeKey  = "canary-judge-key-docker-5e21"
