@@ -183,16 +183,7 @@ func TestCoordinatorSteps(t *testing.T) {
 			if c.cancel {
 				r.Cancel(ctx, co.Spec.ID, "test")
 			}
-			if err := co.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if err := co.Run(ctx); err != nil {
-				t.Fatal(err)
-			}
-			s, err := r.ReadStatus(ctx, co.Spec.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := runToEnd(t, co, r)
 			if s.State != c.state || s.Ended == nil {
 				t.Errorf("state %s (ended %v), error %q; want %s", s.State, s.Ended, s.Error, c.state)
 			}
@@ -268,6 +259,17 @@ func TestCoordinatorCancelBetweenCommands(t *testing.T) {
 	}
 	spec := detach.Spec{Command: detach.CommandRun, Runner: "docker", Heartbeat: detach.Duration(time.Hour)}
 	co, _ := coordinatorWith(t, spec, r, dir, fmt.Sprintf("mv '%s' '%s'", aside, marker), 3, 0)
+	s := runToEnd(t, co, r)
+	data, _ := os.ReadFile(filepath.Join(dir, "calls.txt"))
+	if calls := strings.Count(string(data), "\n"); calls != 1 || s.State != detach.StateCancelled || !s.Cancelling {
+		t.Errorf("cancelled during the first command: %d commands ran, state %s (cancelling %v); want 1, cancelled\n%s", calls, s.State, s.Cancelling, data)
+	}
+}
+
+// runToEnd starts co, runs it to its end and returns the status it left.
+func runToEnd(t *testing.T, co *detach.Coordinator, r *detach.Records) detach.Status {
+	t.Helper()
+	ctx := context.Background()
 	if err := co.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -278,8 +280,5 @@ func TestCoordinatorCancelBetweenCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, _ := os.ReadFile(filepath.Join(dir, "calls.txt"))
-	if calls := strings.Count(string(data), "\n"); calls != 1 || s.State != detach.StateCancelled || !s.Cancelling {
-		t.Errorf("cancelled during the first command: %d commands ran, state %s (cancelling %v); want 1, cancelled\n%s", calls, s.State, s.Cancelling, data)
-	}
+	return s
 }
