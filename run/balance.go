@@ -12,5 +12,7 @@ func ShardTrials(keys []transcript.Key, n int) []int {
 	if n <= 1 {
 		return nil
 	}
-	return countTrials(CaseShards(keys, n), keys, n)
+	list := seriesOfKeys(keys)
+	where, _ := deal(list, n)
+	return countTrials(where, list, n)
 }

@@ -96,18 +96,18 @@ func TestExecuteGradesEachTrialOnce(t *testing.T) {
 	t.Parallel()
 	path := writeEval(t, e2eFiles)
 	p, out, cr := newRun(t, path, nil)
-	if got, want := len(p.Keys), 16; got != want {
+	if got, want := len(p.Keys()), 16; got != want {
 		t.Fatalf("NewPlan(4 cases, 2 variants, 2 trials) has %d trials, want %d", got, want)
 	}
-	if diff := cmp.Diff(each(p.Keys, 1), cr.counts(appended)); diff != "" {
+	if diff := cmp.Diff(each(p.Keys(), 1), cr.counts(appended)); diff != "" {
 		t.Errorf("Execute: grades appended per trial (-want +got):\n%s", diff)
 	}
 	// The local worker writes into the store; the collector reads each
 	// transcript once to grade it, and gathering reads none again.
-	if diff := cmp.Diff(each(p.Keys, 1), cr.counts(read)); diff != "" {
+	if diff := cmp.Diff(each(p.Keys(), 1), cr.counts(read)); diff != "" {
 		t.Errorf("Execute: transcripts read per trial (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(each(p.Keys, 1), cr.counts(written)); diff != "" {
+	if diff := cmp.Diff(each(p.Keys(), 1), cr.counts(written)); diff != "" {
 		t.Errorf("Execute: transcripts written per trial (-want +got):\n%s", diff)
 	}
 	wantCounts := transcript.Counts{Planned: 16, Answered: 12, Errored: 4}
@@ -158,22 +158,22 @@ func TestGatherGradesWhatHasNoGrade(t *testing.T) {
 			}
 		}}
 	})
-	b := keysOf(p.Keys, func(k transcript.Key) bool { return k.Case == "b" })
+	b := keysOf(p.Keys(), func(k transcript.Key) bool { return k.Case == "b" })
 	if diff := cmp.Diff(b, dropped, cmpopts.SortSlices(keyLess)); diff != "" {
 		t.Fatalf("grades dropped (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(each(p.Keys, 1), cr.counts(appended)); diff != "" {
+	if diff := cmp.Diff(each(p.Keys(), 1), cr.counts(appended)); diff != "" {
 		t.Errorf("Execute: grades stored per trial (-want +got):\n%s", diff)
 	}
-	wantReads := each(p.Keys, 1)
+	wantReads := each(p.Keys(), 1)
 	for _, k := range b {
 		wantReads[k] = 2
 	}
 	if diff := cmp.Diff(wantReads, cr.counts(read)); diff != "" {
 		t.Errorf("Execute: transcripts read per trial (-want +got):\n%s", diff)
 	}
-	if got := len(latestGrades(t, out.Store)); got != len(p.Keys) {
-		t.Errorf("after Execute the store has %d grades, want %d", got, len(p.Keys))
+	if got := len(latestGrades(t, out.Store)); got != len(p.Keys()) {
+		t.Errorf("after Execute the store has %d grades, want %d", got, len(p.Keys()))
 	}
 }
 
@@ -210,10 +210,10 @@ func TestLoadReportAfterCrash(t *testing.T) {
 	if err != nil {
 		t.Fatalf("LoadReport(%s) = %v", out.Store.Location(), err)
 	}
-	if diff := cmp.Diff(each(p.Keys, 1), cr.counts(appended)); diff != "" {
+	if diff := cmp.Diff(each(p.Keys(), 1), cr.counts(appended)); diff != "" {
 		t.Errorf("LoadReport of an ungraded run: grades appended (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(each(p.Keys, 1), cr.counts(read)); diff != "" {
+	if diff := cmp.Diff(each(p.Keys(), 1), cr.counts(read)); diff != "" {
 		t.Errorf("LoadReport of an ungraded run: transcripts read (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(passes(out.Report), passes(rep)); diff != "" {

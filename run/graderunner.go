@@ -291,8 +291,8 @@ func gradeCollected(ctx context.Context, st store.Run, p *Plan, o Options, rec t
 	if err != nil {
 		return err
 	}
-	want := make(map[transcript.Key]bool, len(p.Keys))
-	for _, k := range p.Keys {
+	want := make(map[transcript.Key]bool, p.Size())
+	for k := range p.AllKeys() {
 		want[k] = true
 	}
 	stored, err := st.Keys(ctx)

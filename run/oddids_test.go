@@ -77,7 +77,7 @@ limits: {concurrency: 2}
 	if todo := rp.Todo(); len(todo) != 0 {
 		t.Errorf("NewPlan(--resume).Todo() = %q, want none", todo)
 	}
-	if diff := cmp.Diff(p.Keys, rp.Keys); diff != "" {
+	if diff := cmp.Diff(p.Keys(), rp.Keys()); diff != "" {
 		t.Errorf("NewPlan(--resume).Keys differ from the run's plan (-run +resume):\n%s", diff)
 	}
 	res, err := run.Execute(t.Context(), rp, options(nil))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 	"strings"
@@ -109,9 +110,6 @@ type Plan struct {
 	// (in Variants order), then one per case that overrides the model or
 	// options of a variant.
 	Settings []shard.Setting
-	// Keys are every trial of the run, case by case, so a case's variants
-	// and trials run close together.
-	Keys []transcript.Key
 	// KeyVars are the environment variables the run's clients read keys
 	// from; those set are in the request's Secrets.
 	KeyVars []string
@@ -135,8 +133,9 @@ type Resumed struct {
 	Store  store.Run
 	Record transcript.Run
 	// Todo are the trials without a valid transcript: missing and
-	// cancelled ones, and errored ones too with RetryErrored.
-	Todo []transcript.Key
+	// cancelled ones, and errored ones too with RetryErrored; in plan
+	// order, as series (Plan.Series).
+	Todo []shard.Series
 	// Replace holds the trials of Todo that have a transcript to replace.
 	Replace map[transcript.Key]bool
 }
@@ -145,22 +144,75 @@ type settingKey struct{ variant, caseID string }
 
 // Setting returns the setting the trial of key runs with.
 func (p *Plan) Setting(key transcript.Key) (int, *shard.Setting) {
+	i := p.settingIndex(key)
+	return i, &p.Settings[i]
+}
+
+// settingIndex is the place in Settings of the trial's setting.
+func (p *Plan) settingIndex(key transcript.Key) int {
 	i, ok := p.settingOf[settingKey{key.Variant, key.Case}]
 	if !ok {
 		i = p.settingOf[settingKey{key.Variant, ""}]
 	}
-	return i, &p.Settings[i]
+	return i
 }
 
 // Graders returns the graders of a case: the eval's, then the case's own.
 func (p *Plan) Graders(caseID string) []grade.Grader { return p.graders[caseID] }
 
-// Todo returns the trials this attempt runs.
-func (p *Plan) Todo() []transcript.Key {
+// Size is the number of trials the run plans: its cases × variants ×
+// trials.
+func (p *Plan) Size() int { return len(p.Cases) * len(p.Variants) * p.Trials }
+
+// AllKeys yields every trial the run plans, case by case, so a case's
+// variants and trials run close together.
+func (p *Plan) AllKeys() iter.Seq[transcript.Key] {
+	return func(yield func(transcript.Key) bool) {
+		for pt := range shard.AllTrials(p.Series()) {
+			if !yield(pt.Key) {
+				return
+			}
+		}
+	}
+}
+
+// Keys lists every trial the run plans (AllKeys): a list as long as the
+// run, for small plans and tests.
+func (p *Plan) Keys() []transcript.Key { return slices.Collect(p.AllKeys()) }
+
+// Series is every trial the run plans, in AllKeys' order, as one series
+// per case and variant: what a plan holds does not grow with its trials.
+func (p *Plan) Series() []shard.Series {
+	out := make([]shard.Series, 0, len(p.Cases)*len(p.Variants))
+	if p.Trials < 1 {
+		return out
+	}
+	for _, c := range p.Cases {
+		for _, v := range p.Variants {
+			si := p.settingIndex(transcript.Key{Case: c.ID, Variant: v})
+			out = append(out, shard.Series{Case: c.ID, Variant: v, Setting: si, First: 1, Count: p.Trials})
+		}
+	}
+	return out
+}
+
+// todo is the trials this attempt runs, as series: every planned one, or
+// what a resumed run still needs.
+func (p *Plan) todo() []shard.Series {
 	if p.Resume != nil {
 		return p.Resume.Todo
 	}
-	return p.Keys
+	return p.Series()
+}
+
+// Todo lists the trials this attempt runs: a list as long as the run,
+// for small plans and tests.
+func (p *Plan) Todo() []transcript.Key {
+	var out []transcript.Key
+	for pt := range shard.AllTrials(p.todo()) {
+		out = append(out, pt.Key)
+	}
+	return out
 }
 
 // NewPlan loads the eval, its datasets and graders, applies the selection
@@ -277,17 +329,9 @@ func NewPlan(ctx context.Context, req Request) (*Plan, error) {
 	if err := p.resolveJudges(req, p.NoGrade); err != nil { // run/grading.go
 		return nil, invalid(err)
 	}
-	p.Keys = make([]transcript.Key, 0, len(p.Cases)*len(p.Variants)*p.Trials)
-	for _, c := range p.Cases {
-		for _, v := range p.Variants {
-			for i := 1; i <= p.Trials; i++ {
-				p.Keys = append(p.Keys, transcript.Key{Case: c.ID, Variant: v, Trial: i})
-			}
-		}
-	}
 	if req.Resume != nil {
 		r := &Resumed{Store: req.Resume, Record: stored, Replace: map[transcript.Key]bool{}}
-		if err := r.remaining(ctx, p.Keys, req.RetryErrored); err != nil {
+		if err := r.remaining(ctx, p.Series(), req.RetryErrored); err != nil {
 			return nil, err
 		}
 		p.Resume = r
@@ -618,7 +662,7 @@ func baseURL(options json.RawMessage) string {
 }
 
 // remaining finds the planned trials without a valid transcript.
-func (r *Resumed) remaining(ctx context.Context, planned []transcript.Key, retryErrored bool) error {
+func (r *Resumed) remaining(ctx context.Context, planned []shard.Series, retryErrored bool) error {
 	status := map[transcript.Key]string{}
 	err := r.Store.Grades(ctx, func(g grade.TrialGrade) error {
 		status[g.Key] = g.Trial.Status
@@ -650,15 +694,17 @@ func (r *Resumed) remaining(ctx context.Context, planned []transcript.Key, retry
 		status[k] = st
 		have[k] = true
 	}
-	for _, k := range planned {
+	for pt := range shard.AllTrials(planned) {
+		k := pt.Key
 		if !have[k] {
-			r.Todo = append(r.Todo, k)
 			if _, graded := status[k]; graded {
 				// A grade of a transcript that is gone (or cut short):
 				// mark it superseded before the trial runs again, so it
 				// cannot pass for the new transcript's.
 				r.Replace[k] = true
 			}
+			pt.Replace = r.Replace[k]
+			r.Todo = shard.AppendTrial(r.Todo, pt)
 			continue
 		}
 		switch status[k] {
@@ -670,8 +716,9 @@ func (r *Resumed) remaining(ctx context.Context, planned []transcript.Key, retry
 		default:
 			continue
 		}
-		r.Todo = append(r.Todo, k)
 		r.Replace[k] = true
+		pt.Replace = true
+		r.Todo = shard.AppendTrial(r.Todo, pt)
 	}
 	return nil
 }

@@ -211,7 +211,7 @@ func TestNewPlanSelection(t *testing.T) {
 			t.Errorf("NewPlan(%+v) = %v", tt.sel, err)
 			continue
 		}
-		got := plan{Variants: p.Variants, Trials: p.Trials, Keys: len(p.Keys)}
+		got := plan{Variants: p.Variants, Trials: p.Trials, Keys: len(p.Keys())}
 		for _, c := range p.Cases {
 			got.Cases = append(got.Cases, c.ID)
 		}
@@ -221,7 +221,7 @@ func TestNewPlanSelection(t *testing.T) {
 		if diff := cmp.Diff(tt.sel, p.Selection); diff != "" {
 			t.Errorf("NewPlan(%+v).Selection (-want +got):\n%s", tt.sel, diff)
 		}
-		if diff := cmp.Diff(p.Keys, p.Todo()); diff != "" {
+		if diff := cmp.Diff(p.Keys(), p.Todo()); diff != "" {
 			t.Errorf("NewPlan(%+v).Todo() of a new run (-Keys +Todo):\n%s", tt.sel, diff)
 		}
 	}
@@ -243,7 +243,7 @@ func TestNewPlanKeysOrder(t *testing.T) {
 		{Case: "c2", Variant: "zeta", Trial: 1}, {Case: "c2", Variant: "zeta", Trial: 2},
 		{Case: "c2", Variant: "alpha", Trial: 1}, {Case: "c2", Variant: "alpha", Trial: 2},
 	}
-	if diff := cmp.Diff(want, p.Keys); diff != "" {
+	if diff := cmp.Diff(want, p.Keys()); diff != "" {
 		t.Errorf("NewPlan(2 cases, 2 variants, 2 trials).Keys (-want +got):\n%s", diff)
 	}
 }
@@ -416,7 +416,7 @@ variants:
 		t.Fatalf("NewPlan(%s) = %v", path, err)
 	}
 	want := []transcript.Key{{Case: "東京の天気 ☀️", Variant: "meteo", Trial: 1}, {Case: long, Variant: "meteo", Trial: 1}}
-	if diff := cmp.Diff(want, p.Keys); diff != "" {
+	if diff := cmp.Diff(want, p.Keys()); diff != "" {
 		t.Errorf("NewPlan(%s).Keys (-want +got):\n%s", path, diff)
 	}
 	if i, s := p.Setting(want[0]); i != 1 || string(s.Options) != `{"maxActions":3}` {

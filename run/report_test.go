@@ -161,13 +161,13 @@ func TestProcessesRunnerGradesLikeLocal(t *testing.T) {
 	}
 	// The transcripts come back over the protocol: the collector stores
 	// each once and needs read none.
-	if diff := cmp.Diff(each(p.Keys, 1), cr.counts(written)); diff != "" {
+	if diff := cmp.Diff(each(p.Keys(), 1), cr.counts(written)); diff != "" {
 		t.Errorf("Execute(processes): transcripts written (-want +got):\n%s", diff)
 	}
 	if n := cr.counts(read); len(n) != 0 {
 		t.Errorf("Execute(processes): transcripts read %v, want none", n)
 	}
-	if diff := cmp.Diff(each(p.Keys, 1), cr.counts(appended)); diff != "" {
+	if diff := cmp.Diff(each(p.Keys(), 1), cr.counts(appended)); diff != "" {
 		t.Errorf("Execute(processes): grades appended (-want +got):\n%s", diff)
 	}
 
@@ -185,8 +185,8 @@ func TestProcessesRunnerGradesLikeLocal(t *testing.T) {
 		return out
 	}
 	want := verdicts(local.Store)
-	if len(want) != len(p.Keys) {
-		t.Fatalf("the local run has %d grades, want %d", len(want), len(p.Keys))
+	if len(want) != len(p.Keys()) {
+		t.Fatalf("the local run has %d grades, want %d", len(want), len(p.Keys()))
 	}
 	if diff := cmp.Diff(want, verdicts(procs.Store)); diff != "" {
 		t.Errorf("grades of processes (shards=2) differ from local (-local +processes):\n%s", diff)
@@ -216,14 +216,14 @@ graders:
 `,
 	})
 	p, out, cr := newRun(t, path, nil)
-	if diff := cmp.Diff(each(p.Keys, 1), cr.counts(appended)); diff != "" {
+	if diff := cmp.Diff(each(p.Keys(), 1), cr.counts(appended)); diff != "" {
 		t.Errorf("Execute(ids): grades appended (-want +got):\n%s", diff)
 	}
 	keys, err := out.Store.Keys(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(p.Keys, keys, cmpSortKeys); diff != "" {
+	if diff := cmp.Diff(p.Keys(), keys, cmpSortKeys); diff != "" {
 		t.Errorf("Execute(ids): stored keys (-plan +stored):\n%s", diff)
 	}
 	rep, err := run.LoadReport(t.Context(), reopen(t, out.Store))

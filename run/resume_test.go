@@ -50,7 +50,7 @@ func TestResumeRunsOnlyMissingTrials(t *testing.T) {
 	if diff := cmp.Diff(gone, rp.Todo()); diff != "" {
 		t.Fatalf("NewPlan(--resume).Todo() (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(p.Keys, rp.Keys); diff != "" {
+	if diff := cmp.Diff(p.Keys(), rp.Keys()); diff != "" {
 		t.Errorf("NewPlan(--resume).Keys differ from the run's plan (-run +resume):\n%s", diff)
 	}
 	cr.reset()
@@ -87,7 +87,7 @@ func TestResumeRetryErroredReplaces(t *testing.T) {
 	t.Parallel()
 	path := writeEval(t, e2eFiles)
 	p, out, _ := newRun(t, path, nil)
-	boom := keysOf(p.Keys, isBoom)
+	boom := keysOf(p.Keys(), isBoom)
 	before := latestGrades(t, out.Store)
 
 	// Without --retry-errored, errored trials are done.
@@ -132,8 +132,8 @@ func TestResumeRetryErroredReplaces(t *testing.T) {
 	if diff := cmp.Diff(out.Run.Counts, res.Run.Counts); diff != "" {
 		t.Errorf("Execute(--retry-errored) counts (-first +retried):\n%s", diff)
 	}
-	if res.Report.Counts.Planned != len(p.Keys) || res.Report.Ignored != 0 {
-		t.Errorf("Execute(--retry-errored) report counts %+v ignored %d, want %d planned and nothing ignored", res.Report.Counts, res.Report.Ignored, len(p.Keys))
+	if res.Report.Counts.Planned != len(p.Keys()) || res.Report.Ignored != 0 {
+		t.Errorf("Execute(--retry-errored) report counts %+v ignored %d, want %d planned and nothing ignored", res.Report.Counts, res.Report.Ignored, len(p.Keys()))
 	}
 	again := reopen(t, out.Store)
 	if _, err := run.LoadReport(t.Context(), again); err != nil {
@@ -180,7 +180,7 @@ func TestReportAfterCrashMidRetry(t *testing.T) {
 	t.Parallel()
 	path := writeEval(t, e2eFiles)
 	p, out, _ := newRun(t, path, nil)
-	boom := keysOf(p.Keys, isBoom)
+	boom := keysOf(p.Keys(), isBoom)
 	k := boom[0]
 	st := reopen(t, out.Store)
 	old, err := st.ReadTranscript(t.Context(), k)
@@ -355,8 +355,8 @@ func TestFullStoreStopsTheRun(t *testing.T) {
 	if out.Run.Collect != transcript.CollectPartial || out.Run.Counts.Missing == 0 || !strings.Contains(out.Run.Note, "full") {
 		t.Errorf("run into a full store: collect %q, %d missing, note %q; want partial, missing trials, a note saying full", out.Run.Collect, out.Run.Counts.Missing, out.Run.Note)
 	}
-	if done := out.Run.Counts.Done() + out.Run.Counts.Missing; done != len(p.Keys) {
-		t.Errorf("counts %+v do not add up to %d trials", out.Run.Counts, len(p.Keys))
+	if done := out.Run.Counts.Done() + out.Run.Counts.Missing; done != len(p.Keys()) {
+		t.Errorf("counts %+v do not add up to %d trials", out.Run.Counts, len(p.Keys()))
 	}
 	rp := resumePlan(t, path, reopen(t, out.Store), false)
 	if len(rp.Todo()) != out.Run.Counts.Missing+out.Run.Counts.Cancelled {

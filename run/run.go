@@ -179,7 +179,7 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 		Machines: rec.Runner.Machines,
 	}
 	rec.Runner.Split, rec.Runner.ShardTrials = p.splitOf(o.Chosen.Shards, o.Logger) // split.go
-	rec.Counts.Planned = len(p.Keys)
+	rec.Counts.Planned = p.Size()
 	if err := st.WriteRun(ctx, rec); err != nil {
 		return nil, err
 	}
@@ -189,16 +189,16 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	// the old grade cannot pass for the new transcript's.
 	if p.Resume != nil && len(p.Resume.Replace) > 0 {
 		var marks []grade.TrialGrade
-		for _, k := range p.Resume.Todo {
-			if p.Resume.Replace[k] {
-				marks = append(marks, grade.TrialGrade{Key: k, Superseded: true})
+		for pt := range shard.AllTrials(p.Resume.Todo) {
+			if pt.Replace {
+				marks = append(marks, grade.TrialGrade{Key: pt.Key, Superseded: true})
 			}
 		}
 		if err := st.AppendGrades(ctx, marks...); err != nil {
 			return nil, err
 		}
 	}
-	todo := p.Todo()
+	todo := p.todo()
 	col := &collector{st: st, plan: p, progress: o.Progress, logger: o.Logger, grading: p.grading(o)}
 	if o.GradeOn != nil {
 		// Graded on the runner once collected: nothing is graded here,
@@ -208,7 +208,7 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	col.batching, col.lastFlush = isRemote(st), now()
 	col.traces = tr
 	if o.Progress != nil {
-		o.Progress.Start(rec, len(todo))
+		o.Progress.Start(rec, shard.CountTrials(todo))
 	}
 	machines, err := runShards(ctx, p, o, rn, rec, todo, col)
 	col.wait() // the judges still grading finish
@@ -307,7 +307,7 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 
 // runShards makes the runner, runs every shard of todo under one
 // coordinator, and returns each shard's machine record.
-func runShards(ctx context.Context, p *Plan, o Options, rn runner.Runner, rec transcript.Run, todo []transcript.Key, col *collector) ([]transcript.Machine, error) {
+func runShards(ctx context.Context, p *Plan, o Options, rn runner.Runner, rec transcript.Run, todo []shard.Series, col *collector) ([]transcript.Machine, error) {
 	bundles := p.split(rec, todo, max(o.Chosen.Shards, 1))
 	// With the run in a bucket, the workers of machine runners write each
 	// transcript there themselves and the coordinator reads it from there;
@@ -393,44 +393,40 @@ func inProcess(results func() store.Run, o Options, runnerName string) runner.In
 	}
 }
 
-// split puts the trials into shards by case (placement, split.go), each bundle
-// holding only its own cases and settings. Empty shards are left out.
-func (p *Plan) split(rec transcript.Run, keys []transcript.Key, n int) []*shard.Bundle {
+// split puts the trials of todo (series of the plan's settings) into
+// shards by case (placement, split.go), each bundle holding only its own
+// cases and settings. Empty shards are left out.
+func (p *Plan) split(rec transcript.Run, todo []shard.Series, n int) []*shard.Bundle {
 	byCase := make(map[string]*dataset.Case, len(p.Cases))
 	for i := range p.Cases {
 		byCase[p.Cases[i].ID] = &p.Cases[i]
 	}
-	replace := p.replaced()
 	type acc struct {
 		b        *shard.Bundle
 		cases    map[string]bool
 		settings map[int]int // plan's index → bundle's
 	}
 	accs := make([]*acc, n)
-	where, _ := p.placement(rec.Runner.Split, keys, n)
-	sizes := make([]int, n) // each bundle's list is made once, to its size
-	for _, k := range keys {
-		sizes[where[k.Case]]++
-	}
-	for _, k := range keys {
-		i := where[k.Case]
+	where, _ := p.placement(rec.Runner.Split, todo, n)
+	for _, s := range todo {
+		i := where[s.Case]
 		a := accs[i]
 		if a == nil {
-			a = &acc{b: &shard.Bundle{Run: rec, Shard: i, Concurrency: p.Config.Limits.Concurrency, Trials: make([]shard.Planned, 0, sizes[i])}, cases: map[string]bool{}, settings: map[int]int{}}
+			a = &acc{b: &shard.Bundle{Run: rec, Shard: i, Concurrency: p.Config.Limits.Concurrency}, cases: map[string]bool{}, settings: map[int]int{}}
 			accs[i] = a
 		}
-		if !a.cases[k.Case] {
-			a.cases[k.Case] = true
-			a.b.Cases = append(a.b.Cases, *byCase[k.Case])
+		if !a.cases[s.Case] {
+			a.cases[s.Case] = true
+			a.b.Cases = append(a.b.Cases, *byCase[s.Case])
 		}
-		si, set := p.Setting(k)
-		bi, ok := a.settings[si]
+		bi, ok := a.settings[s.Setting]
 		if !ok {
 			bi = len(a.b.Settings)
-			a.settings[si] = bi
-			a.b.Settings = append(a.b.Settings, *set)
+			a.settings[s.Setting] = bi
+			a.b.Settings = append(a.b.Settings, p.Settings[s.Setting])
 		}
-		a.b.Trials = append(a.b.Trials, shard.Planned{Key: k, Setting: bi, Replace: replace[k]})
+		s.Setting = bi
+		a.b.Series = append(a.b.Series, s)
 	}
 	var out []*shard.Bundle
 	for _, a := range accs {
@@ -482,7 +478,7 @@ func (p *Plan) replaced() map[transcript.Key]bool {
 }
 
 func machineRecord(b *shard.Bundle, rep runner.ShardReport, res shard.ShardResult, err error, ctx context.Context, attempt int) transcript.Machine {
-	m := transcript.Machine{Shard: b.Shard, ID: rep.Machine, Image: rep.Image, Trials: len(b.Trials), Attempt: attempt, Ended: "done", Kept: rep.Kept}
+	m := transcript.Machine{Shard: b.Shard, ID: rep.Machine, Image: rep.Image, Trials: b.Size(), Attempt: attempt, Ended: "done", Kept: rep.Kept}
 	if h := res.Hello; h != nil {
 		m.MSTVersion, m.ClientVersions, m.OS = h.MSTVersion, h.ClientVersions, h.OS
 	}
@@ -667,15 +663,15 @@ func (p *Plan) gather(ctx context.Context, st store.Run, how grading, b *report.
 	// ours marks the slots of this attempt's plan, when it is not the
 	// whole of the run's (a --limit, a --case): one bit a trial.
 	var ours []uint64
-	if len(p.Keys) != plan.size() {
+	if p.Size() != plan.size() {
 		ours = make([]uint64, (plan.size()+63)/64)
-		for _, k := range p.Keys {
+		for k := range p.AllKeys() {
 			if s, ok := plan.slot(k); ok {
 				ours[s/64] |= 1 << (s % 64)
 			}
 		}
 	}
-	counts := transcript.Counts{Planned: len(p.Keys)}
+	counts := transcript.Counts{Planned: p.Size()}
 	_, err := reconcile(ctx, st, st, plan, p.Cases, how, func(err error) error { return err }, func(s int, t report.Trial) {
 		b.Add(t)
 		if ours == nil || ours[s/64]&(1<<(s%64)) != 0 {

@@ -55,8 +55,8 @@ graders:
 		t.Fatalf("Execute(%s) = %v", path, err)
 	}
 	grades := latestGrades(t, out.Store)
-	if len(grades) != len(p.Keys) {
-		t.Fatalf("Execute stored %d grades, want %d", len(grades), len(p.Keys))
+	if len(grades) != len(p.Keys()) {
+		t.Fatalf("Execute stored %d grades, want %d", len(grades), len(p.Keys()))
 	}
 	for k, g := range grades {
 		if !g.Graded || !g.Passed {

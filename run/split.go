@@ -30,8 +30,17 @@ import (
 // keys; no shard gets more trials than an even share plus one case's. One
 // shard or fewer: every case is on shard 0.
 func CaseShards(keys []transcript.Key, n int) map[string]int {
-	where, _ := deal(keys, n)
+	where, _ := deal(seriesOfKeys(keys), n)
 	return where
+}
+
+// seriesOfKeys lists keys as series (of no particular setting).
+func seriesOfKeys(keys []transcript.Key) []shard.Series {
+	var list []shard.Series
+	for _, k := range keys {
+		list = shard.AppendTrial(list, shard.Planned{Key: k})
+	}
+	return list
 }
 
 // caseLoad is one case to deal: its id, the fnv64a of its id, its trials.
@@ -43,11 +52,11 @@ type caseLoad struct {
 
 // deal is CaseShards, and a digest of its result: fnv64a over every case
 // id and its shard, in the order they were dealt, as 16 hex digits.
-func deal(keys []transcript.Key, n int) (map[string]int, string) {
+func deal(todo []shard.Series, n int) (map[string]int, string) {
 	n = max(n, 1)
 	count := map[string]int{}
-	for _, k := range keys {
-		count[k.Case]++
+	for _, s := range todo {
+		count[s.Case] += s.Count
 	}
 	cases := make([]caseLoad, 0, len(count))
 	for id, trials := range count {
@@ -107,30 +116,32 @@ func (p *Plan) splitOf(n int, logger *slog.Logger) (*transcript.Split, []int) {
 		if n == 1 {
 			return &transcript.Split{Method: transcript.SplitDeal, Shards: 1}, nil
 		}
-		where, digest := deal(p.Keys, n)
-		return &transcript.Split{Method: transcript.SplitDeal, Shards: n, Digest: digest}, countTrials(where, p.Keys, n)
+		all := p.Series()
+		where, digest := deal(all, n)
+		return &transcript.Split{Method: transcript.SplitDeal, Shards: n, Digest: digest}, countTrials(where, all, n)
 	}
 	s := p.Resume.Record.Runner.RecordedSplit()
 	rec := &s
 	if n == 1 {
 		return rec, nil
 	}
-	where, why := p.placement(rec, p.Keys, n)
+	all := p.Series()
+	where, why := p.placement(rec, all, n)
 	if why != "" && logger != nil {
 		logger.Warn("the run's recorded split is not used: its remaining cases are dealt afresh over the shards", "shards", n, "reason", why)
 	}
-	return rec, countTrials(where, p.Keys, n)
+	return rec, countTrials(where, all, n)
 }
 
-// placement is the shard of every case of keys (trials of this plan) for
+// placement is the shard of every case of todo (trials of this plan) for
 // an attempt on n shards, under the run's recorded split rec. With as
 // many shards as rec records, each case goes where rec put it: rec's
-// method applied again to every planned trial (p.Keys), checked against
+// method applied again to every planned trial (p.Series), checked against
 // rec's digest. With another shard count (or a split that cannot be
-// reproduced: then why says so), the cases of keys are dealt afresh over
-// n, balanced on the trials keys holds. Nil (every case on shard 0) for
+// reproduced: then why says so), the cases of todo are dealt afresh over
+// n, balanced on the trials todo holds. Nil (every case on shard 0) for
 // one shard.
-func (p *Plan) placement(rec *transcript.Split, keys []transcript.Key, n int) (where map[string]int, why string) {
+func (p *Plan) placement(rec *transcript.Split, todo []shard.Series, n int) (where map[string]int, why string) {
 	if n <= 1 {
 		return nil, ""
 	}
@@ -138,12 +149,12 @@ func (p *Plan) placement(rec *transcript.Split, keys []transcript.Key, n int) (w
 		switch rec.Method {
 		case transcript.SplitMod:
 			where = make(map[string]int)
-			for _, k := range keys {
-				where[k.Case] = shard.Assign(k.Case, n)
+			for _, s := range todo {
+				where[s.Case] = shard.Assign(s.Case, n)
 			}
 			return where, ""
 		case transcript.SplitDeal:
-			all, digest := deal(p.Keys, n)
+			all, digest := deal(p.Series(), n)
 			if rec.Digest == "" || rec.Digest == digest {
 				return all, ""
 			}
@@ -152,15 +163,15 @@ func (p *Plan) placement(rec *transcript.Split, keys []transcript.Key, n int) (w
 			why = fmt.Sprintf("it records split method %q, which this MST does not know (it knows %s and %s)", rec.Method, transcript.SplitDeal, transcript.SplitMod)
 		}
 	}
-	where, _ = deal(keys, n)
+	where, _ = deal(todo, n)
 	return where, why
 }
 
-// countTrials counts the trials of keys on each of n shards under where.
-func countTrials(where map[string]int, keys []transcript.Key, n int) []int {
+// countTrials counts the trials of todo on each of n shards under where.
+func countTrials(where map[string]int, todo []shard.Series, n int) []int {
 	out := make([]int, n)
-	for _, k := range keys {
-		out[where[k.Case]]++
+	for _, s := range todo {
+		out[where[s.Case]] += s.Count
 	}
 	return out
 }

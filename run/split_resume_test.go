@@ -128,8 +128,8 @@ func TestResumeKeepsRecordedSplit(t *testing.T) {
 	if !slices.Equal(rec.Runner.ShardTrials, []int{14, 14}) {
 		t.Errorf("run.json's runner.shardTrials = %v, want [14 14]", rec.Runner.ShardTrials)
 	}
-	first := splitRanOn(t, out.Store, p.Keys)
-	dealt := run.CaseShards(p.Keys, 2)
+	first := splitRanOn(t, out.Store, p.Keys())
+	dealt := run.CaseShards(p.Keys(), 2)
 	for c, s := range first {
 		if dealt[c] != s {
 			t.Errorf("case %s ran on shard %d, want %d (the deal's)", c, s, dealt[c])
@@ -144,7 +144,7 @@ func TestResumeKeepsRecordedSplit(t *testing.T) {
 		}
 	}
 	lost := append(onZero[:3:3], onOne[0])
-	if fresh := run.ShardTrials(splitLose(t, out.Store, p.Keys, lost), 2); !slices.Equal(fresh, []int{4, 4}) {
+	if fresh := run.ShardTrials(splitLose(t, out.Store, p.Keys(), lost), 2); !slices.Equal(fresh, []int{4, 4}) {
 		t.Fatalf("a fresh deal of the lost cases gives %v trials by shard; the test needs one that differs from the recorded split's [6 2]", fresh)
 	}
 
@@ -172,7 +172,7 @@ func TestResumeKeepsRecordedSplit(t *testing.T) {
 	// Another shard count: the lost cases are dealt afresh over three,
 	// 2/1/1 cases, each on one shard; the recorded split stays the first
 	// attempt's, and shardTrials is what three shards give the whole run.
-	splitLose(t, out.Store, p.Keys, lost)
+	splitLose(t, out.Store, p.Keys(), lost)
 	rp, res = splitResumeOn(t, path, out.Store, 3)
 	if res.Run.Collect != transcript.CollectComplete {
 		t.Fatalf("the resume on 3 shards ended %s, want complete", res.Run.Collect)
@@ -191,7 +191,7 @@ func TestResumeKeepsRecordedSplit(t *testing.T) {
 	if rec.Runner.Split == nil || *rec.Runner.Split != wantSplit {
 		t.Errorf("after the resume on 3 shards, run.json's runner.split = %+v, want %+v as recorded", rec.Runner.Split, wantSplit)
 	}
-	if want := run.ShardTrials(p.Keys, 3); !slices.Equal(rec.Runner.ShardTrials, want) {
+	if want := run.ShardTrials(p.Keys(), 3); !slices.Equal(rec.Runner.ShardTrials, want) {
 		t.Errorf("after the resume on 3 shards, run.json's runner.shardTrials = %v, want %v", rec.Runner.ShardTrials, want)
 	}
 }
@@ -229,7 +229,7 @@ func TestResumeOldRunSplit(t *testing.T) {
 		t.Fatalf("RecordedSplit() of a run.json without a split = %+v, want %+v", got, wantSplit)
 	}
 	// Lose the cases the deal put elsewhere than the hash mod 2 does.
-	first := splitRanOn(t, out.Store, p.Keys)
+	first := splitRanOn(t, out.Store, p.Keys())
 	var moved []string
 	for _, c := range quickstartCases {
 		if first[c] != shard.Assign(c, 2) {
@@ -239,7 +239,7 @@ func TestResumeOldRunSplit(t *testing.T) {
 	if len(moved) == 0 {
 		t.Fatal("the deal and the hash mod 2 agree on every case; the test needs cases where they differ")
 	}
-	splitLose(t, out.Store, p.Keys, moved)
+	splitLose(t, out.Store, p.Keys(), moved)
 	rp, res := splitResumeOn(t, path, out.Store, 2)
 	if res.Run.Collect != transcript.CollectComplete {
 		t.Fatalf("the resume ended %s, want complete", res.Run.Collect)

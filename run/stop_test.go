@@ -75,7 +75,7 @@ func runStopEval(t *testing.T, script providertest.Script, cases string, shards,
 		t.Fatalf("Execute(%s) = %v", path, err)
 	}
 	got := map[string][]*transcript.Transcript{}
-	for _, k := range p.Keys {
+	for _, k := range p.Keys() {
 		tr, err := out.Store.ReadTranscript(t.Context(), k)
 		if err != nil {
 			t.Fatalf("ReadTranscript(%s) = %v, want every trial to have a transcript", k, err)

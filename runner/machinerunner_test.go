@@ -121,7 +121,7 @@ func testBundle(t *testing.T, serverArgs []string, prompts map[string]string, co
 	}
 	for _, id := range slices.Sorted(maps.Keys(prompts)) {
 		b.Cases = append(b.Cases, dataset.Case{ID: id, Input: prompts[id]})
-		b.Trials = append(b.Trials, shard.Planned{Key: transcript.Key{Case: id, Variant: "v", Trial: 1}})
+		b.Add(shard.Planned{Key: transcript.Key{Case: id, Variant: "v", Trial: 1}})
 	}
 	return b
 }

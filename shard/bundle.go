@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"iter"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,7 +23,7 @@ import (
 // BundleFormat is the version of the bundle this MST writes and reads. A
 // worker runs the coordinator's own MST (hello refuses any other), so a
 // bundle of another format is refused as such.
-const BundleFormat = 3
+const BundleFormat = 4
 
 // bundleFile is the bundle's file in a bundle folder.
 const bundleFile = "bundle.json"
@@ -54,8 +55,10 @@ type Bundle struct {
 	// Cases are the shard's cases (whole cases: all their variants and
 	// trials are in this shard).
 	Cases []dataset.Case `json:"cases"`
-	// Trials are the shard's trials, in the order to start them.
-	Trials []Planned `json:"trials"`
+	// Series are the shard's trials, in the order to start them, as runs
+	// of consecutive trials of one case and setting: a bundle's size
+	// follows its cases and variants, never its trial count.
+	Series []Series `json:"series"`
 	// Concurrency is how many trials the worker runs at once.
 	Concurrency int `json:"concurrency"`
 	// Store, when set, is the URL of the run in a result store that is not
@@ -135,15 +138,113 @@ type Planned struct {
 	Replace bool `json:"replace,omitempty"`
 }
 
+// Series is Count trials of one case under one setting, numbered from
+// First: trials First, First+1, …, First+Count-1, started in that order.
+// A bundle (and a plan) lists its trials as series, so that a run of
+// 100,000 trials over 14 cases and 2 variants holds 28 of them, not
+// 100,000 keys.
+type Series struct {
+	Case    string `json:"case"`
+	Variant string `json:"variant"`
+	// Setting indexes Bundle.Settings (in a plan: Plan.Settings).
+	Setting int `json:"setting"`
+	First   int `json:"first"`
+	Count   int `json:"count"`
+	// Replace is set when every trial of the series already has a
+	// transcript (errored or cancelled, in a resumed run) that its new
+	// one replaces.
+	Replace bool `json:"replace,omitempty"`
+}
+
+// Trial returns the i-th trial of s (0 ≤ i < s.Count).
+func (s Series) Trial(i int) Planned {
+	return Planned{Key: transcript.Key{Case: s.Case, Variant: s.Variant, Trial: s.First + i}, Setting: s.Setting, Replace: s.Replace}
+}
+
+// Has reports whether k is one of the series' trials.
+func (s Series) Has(k transcript.Key) bool {
+	return k.Case == s.Case && k.Variant == s.Variant && k.Trial >= s.First && k.Trial < s.First+s.Count
+}
+
+// AppendTrial adds the trial p at the end of list: to its last series
+// when p is that series' next trial, in a new series otherwise.
+func AppendTrial(list []Series, p Planned) []Series {
+	if n := len(list); n > 0 {
+		l := &list[n-1]
+		if l.Case == p.Case && l.Variant == p.Variant && l.Setting == p.Setting && l.Replace == p.Replace && l.First+l.Count == p.Trial {
+			l.Count++
+			return list
+		}
+	}
+	return append(list, Series{Case: p.Case, Variant: p.Variant, Setting: p.Setting, First: p.Trial, Count: 1, Replace: p.Replace})
+}
+
+// SeriesOf lists trials, in order, as series.
+func SeriesOf(trials ...Planned) []Series {
+	var out []Series
+	for _, p := range trials {
+		out = AppendTrial(out, p)
+	}
+	return out
+}
+
+// CountTrials is the number of trials in list.
+func CountTrials(list []Series) int {
+	n := 0
+	for _, s := range list {
+		n += s.Count
+	}
+	return n
+}
+
+// AllTrials yields every trial of list, in order.
+func AllTrials(list []Series) iter.Seq[Planned] {
+	return func(yield func(Planned) bool) {
+		for _, s := range list {
+			for i := range s.Count {
+				if !yield(s.Trial(i)) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// Add adds trial p at the end of the bundle's trials.
+func (b *Bundle) Add(p Planned) { b.Series = AppendTrial(b.Series, p) }
+
+// Size is the number of trials the bundle runs (or grades).
+func (b *Bundle) Size() int {
+	if b.Grade != nil {
+		return len(b.Grade.Trials)
+	}
+	return CountTrials(b.Series)
+}
+
+// Trials yields the bundle's trials to run, in order.
+func (b *Bundle) Trials() iter.Seq[Planned] { return AllTrials(b.Series) }
+
+// Trial returns the bundle's i-th trial to run (0 ≤ i < Size()).
+func (b *Bundle) Trial(i int) Planned {
+	for _, s := range b.Series {
+		if i < s.Count {
+			return s.Trial(i)
+		}
+		i -= s.Count
+	}
+	panic(fmt.Sprintf("Bundle.Trial(%d): the bundle has %d trials", i, b.Size()))
+}
+
 // Keys returns the bundle's trial keys, in order: the trials it runs, or
-// those it grades.
+// those it grades. It makes a list of them all: what has to follow a large
+// bundle uses Trials.
 func (b *Bundle) Keys() []transcript.Key {
 	if b.Grade != nil {
 		return slices.Clone(b.Grade.Trials)
 	}
-	out := make([]transcript.Key, len(b.Trials))
-	for i, t := range b.Trials {
-		out[i] = t.Key
+	out := make([]transcript.Key, 0, b.Size())
+	for p := range b.Trials() {
+		out = append(out, p.Key)
 	}
 	return out
 }
@@ -188,7 +289,7 @@ func (b *Bundle) check() error {
 			return errors.New("a collect bundle holds grade work")
 		}
 	case WorkGrade:
-		if b.Grade == nil || len(b.Trials) > 0 {
+		if b.Grade == nil || len(b.Series) > 0 {
 			return errors.New("a grade bundle must hold grade work and no trials to run")
 		}
 		known := make(map[string]bool, len(b.Grade.Cases))
@@ -208,15 +309,22 @@ func (b *Bundle) check() error {
 	for _, c := range b.Cases {
 		cases[c.ID] = true
 	}
-	for _, t := range b.Trials {
+	for _, t := range b.Series {
+		name := "trial " + t.Trial(0).Key.String()
+		if t.Count != 1 {
+			name = fmt.Sprintf("trials %d to %d of %s/%s", t.First, t.First+t.Count-1, transcript.Printable(t.Variant), transcript.Printable(t.Case))
+		}
+		if t.Count < 1 || t.First < 1 || t.First > 1<<31 || t.Count > 1<<31 {
+			return fmt.Errorf("%s: a series holds one trial or more, numbered from 1 (first %d, count %d)", name, t.First, t.Count)
+		}
 		if t.Setting < 0 || t.Setting >= len(b.Settings) {
-			return fmt.Errorf("trial %s names setting %d of %d", t.Key, t.Setting, len(b.Settings))
+			return fmt.Errorf("%s: setting %d of %d", name, t.Setting, len(b.Settings))
 		}
 		if !cases[t.Case] {
-			return fmt.Errorf("trial %s names a case the bundle does not hold", t.Key)
+			return fmt.Errorf("%s: a case the bundle does not hold", name)
 		}
 		if b.Settings[t.Setting].Variant != t.Variant {
-			return fmt.Errorf("trial %s names setting %d of variant %s", t.Key, t.Setting, b.Settings[t.Setting].Variant)
+			return fmt.Errorf("%s: setting %d is of variant %s", name, t.Setting, b.Settings[t.Setting].Variant)
 		}
 	}
 	return nil

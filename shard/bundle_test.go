@@ -36,12 +36,12 @@ func planBundle() *shard.Bundle {
 			{ID: "a", Input: "weather today?", Metadata: map[string]any{"tag": "x"}},
 			{ID: "b", Input: "weather tomorrow?", Model: "anthropic/claude-sonnet"},
 		},
-		Trials: []shard.Planned{
-			{Key: transcript.Key{Case: "a", Variant: "fast", Trial: 1}, Setting: 0},
-			{Key: transcript.Key{Case: "b", Variant: "fast", Trial: 1}, Setting: 1, Replace: true},
-			{Key: transcript.Key{Case: "a", Variant: "slow", Trial: 1}, Setting: 2},
-			{Key: transcript.Key{Case: "a", Variant: "slow", Trial: 2}, Setting: 2},
-		},
+		Series: shard.SeriesOf(
+			shard.Planned{Key: transcript.Key{Case: "a", Variant: "fast", Trial: 1}, Setting: 0},
+			shard.Planned{Key: transcript.Key{Case: "b", Variant: "fast", Trial: 1}, Setting: 1, Replace: true},
+			shard.Planned{Key: transcript.Key{Case: "a", Variant: "slow", Trial: 1}, Setting: 2},
+			shard.Planned{Key: transcript.Key{Case: "a", Variant: "slow", Trial: 2}, Setting: 2},
+		),
 		Concurrency: 3,
 	}
 }
@@ -57,7 +57,7 @@ func TestBundleRoundTrip(t *testing.T) {
 	}
 	got, err := shard.ReadBundle(dir)
 	if err != nil {
-		t.Fatalf("ReadBundle(WriteBundle(a bundle of %d settings, %d trials)) = %v", len(b.Settings), len(b.Trials), err)
+		t.Fatalf("ReadBundle(WriteBundle(a bundle of %d settings, %d trials)) = %v", len(b.Settings), b.Size(), err)
 	}
 	want := planBundle()
 	want.Format = shard.BundleFormat
@@ -76,7 +76,7 @@ func TestReadBundleRefuses(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
-		change func(b map[string]any, trials []any)
+		change func(b map[string]any, series []any)
 		// want are parts of the error.
 		want []string
 	}{
@@ -96,17 +96,23 @@ func TestReadBundleRefuses(t *testing.T) {
 		}, []string{"no trials to run"}},
 		{"a trial to grade of an unknown case", func(b map[string]any, _ []any) {
 			b["work"] = "grade"
-			delete(b, "trials")
+			delete(b, "series")
 			b["grade"] = map[string]any{"cases": []any{map[string]any{"id": "a"}}, "trials": []any{map[string]any{"case": "zz", "variant": "v", "trial": 1}}}
 		}, []string{"names a case the bundle does not hold"}},
-		{"missing setting", func(_ map[string]any, trials []any) { trials[3].(map[string]any)["setting"] = 3 },
-			[]string{"trial slow/a#2", "setting 3 of 3"}},
-		{"negative setting", func(_ map[string]any, trials []any) { trials[0].(map[string]any)["setting"] = -1 },
+		{"missing setting", func(_ map[string]any, series []any) { series[2].(map[string]any)["setting"] = 3 },
+			[]string{"trials 1 to 2 of slow/a", "setting 3 of 3"}},
+		{"negative setting", func(_ map[string]any, series []any) { series[0].(map[string]any)["setting"] = -1 },
 			[]string{"trial fast/a#1", "setting -1 of 3"}},
-		{"setting of another variant", func(_ map[string]any, trials []any) { trials[2].(map[string]any)["setting"] = 0 },
-			[]string{"trial slow/a#1", "setting 0 of variant fast"}},
-		{"case not in the bundle", func(_ map[string]any, trials []any) { trials[1].(map[string]any)["case"] = "c" },
+		{"setting of another variant", func(_ map[string]any, series []any) { series[2].(map[string]any)["setting"] = 0 },
+			[]string{"trials 1 to 2 of slow/a", "setting 0 is of variant fast"}},
+		{"case not in the bundle", func(_ map[string]any, series []any) { series[1].(map[string]any)["case"] = "c" },
 			[]string{"trial fast/c#1", "a case the bundle does not hold"}},
+		{"an empty series", func(_ map[string]any, series []any) { series[1].(map[string]any)["count"] = 0 },
+			[]string{"one trial or more"}},
+		{"a series from trial 0", func(_ map[string]any, series []any) { series[2].(map[string]any)["first"] = 0 },
+			[]string{"trials 0 to 1 of slow/a", "numbered from 1"}},
+		{"a series too long", func(_ map[string]any, series []any) { series[2].(map[string]any)["count"] = 1 << 40 },
+			[]string{"slow/a", "one trial or more"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -124,7 +130,7 @@ func TestReadBundleRefuses(t *testing.T) {
 			if err := json.Unmarshal(raw, &b); err != nil {
 				t.Fatal(err)
 			}
-			tt.change(b, b["trials"].([]any))
+			tt.change(b, b["series"].([]any))
 			raw, err = json.Marshal(b)
 			if err != nil {
 				t.Fatal(err)
@@ -134,7 +140,7 @@ func TestReadBundleRefuses(t *testing.T) {
 			}
 			got, err := shard.ReadBundle(dir)
 			if err == nil {
-				t.Fatalf("ReadBundle(a bundle with %s) = %d trials, want an error", tt.name, len(got.Trials))
+				t.Fatalf("ReadBundle(a bundle with %s) = %d trials, want an error", tt.name, got.Size())
 			}
 			if got != nil {
 				t.Errorf("ReadBundle(a bundle with %s) returned a bundle with its error, want nil", tt.name)

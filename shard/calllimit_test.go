@@ -164,7 +164,7 @@ func callBundle(index, perShard, limit int, command, markDir string) *shard.Bund
 		srv := servers.Server{Name: "slow", Command: command, Args: []string{"--mark", filepath.Join(markDir, id)}}
 		b.Settings = append(b.Settings, shard.Setting{Variant: "v", Client: "caller", Model: "m", Servers: []servers.Server{srv}, CallLimits: map[string]int{"slow": limit}})
 		b.Cases = append(b.Cases, dataset.Case{ID: id, Input: "sleep"})
-		b.Trials = append(b.Trials, shard.Planned{Key: transcript.Key{Case: id, Variant: "v", Trial: 1}, Setting: i})
+		b.Add(shard.Planned{Key: transcript.Key{Case: id, Variant: "v", Trial: 1}, Setting: i})
 	}
 	return b
 }
@@ -563,7 +563,7 @@ func TestCallLimitGaveUpWaiting(t *testing.T) {
 			srv := servers.Server{Name: cases[id], Command: command, Args: []string{"--mark", filepath.Join(markDir, id)}}
 			b.Settings = append(b.Settings, shard.Setting{Variant: "v", Client: "caller", Model: "m", Servers: []servers.Server{srv}, CallLimits: map[string]int{"slow": 1}})
 			b.Cases = append(b.Cases, dataset.Case{ID: id, Input: "sleep"})
-			b.Trials = append(b.Trials, shard.Planned{Key: transcript.Key{Case: id, Variant: "v", Trial: 1}, Setting: len(b.Settings) - 1})
+			b.Add(shard.Planned{Key: transcript.Key{Case: id, Variant: "v", Trial: 1}, Setting: len(b.Settings) - 1})
 			cl.end[id] = make(chan struct{})
 			if err := os.Mkdir(filepath.Join(markDir, id), 0o700); err != nil {
 				t.Fatal(err)

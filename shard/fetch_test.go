@@ -90,8 +90,8 @@ func TestServeFetchesTranscripts(t *testing.T) {
 				t.Errorf("Events.Trial got bytes %q, want the worker's file %q", data[0], want)
 			}
 			tr, err := transcript.Decode(data[0])
-			if err != nil || tr.Key != b.Trials[0].Key || tr.Outcome.Status != transcript.Answered {
-				t.Errorf("the fetched bytes decode to %+v, %v; want the answered transcript of %s", tr, err, b.Trials[0].Key)
+			if err != nil || tr.Key != b.Trial(0).Key || tr.Outcome.Status != transcript.Answered {
+				t.Errorf("the fetched bytes decode to %+v, %v; want the answered transcript of %s", tr, err, b.Trial(0).Key)
 			}
 		})
 	}

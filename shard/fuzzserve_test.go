@@ -32,7 +32,7 @@ func FuzzServe(f *testing.F) {
 			for n := 1; n <= 2; n++ {
 				k := transcript.Key{Case: c, Variant: v, Trial: n}
 				planned[k] = true
-				b.Trials = append(b.Trials, shard.Planned{Key: k})
+				b.Add(shard.Planned{Key: k})
 			}
 		}
 	}

@@ -106,7 +106,7 @@ func (w *GradeWorker) Run(ctx context.Context, b *Bundle, bundleDir string, in i
 			conc = max(conc, 4) // judges wait on their models
 		}
 	}
-	each(ctx, b.Grade.Trials, conc, func(k transcript.Key) { g.trial(ctx, k) })
+	each(ctx, slices.Values(b.Grade.Trials), conc, func(k transcript.Key) { g.trial(ctx, k) })
 	stopHB()
 	cleanup := r.tokens.close()
 	var counts transcript.Counts

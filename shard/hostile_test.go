@@ -119,7 +119,7 @@ func TestHostileWorker(t *testing.T) {
 		b := &shard.Bundle{Shard: 0}
 		for _, id := range ids {
 			for n := 1; n <= len(paths)+1; n++ {
-				b.Trials = append(b.Trials, shard.Planned{Key: transcript.Key{Case: id, Variant: "v", Trial: n}})
+				b.Add(shard.Planned{Key: transcript.Key{Case: id, Variant: "v", Trial: n}})
 			}
 		}
 		// The worker's results hold a transcript for every key it will

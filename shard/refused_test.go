@@ -114,7 +114,7 @@ func TestWorkerRefusedAtHelloStartsNothing(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), "did not accept") || !strings.Contains(err.Error(), tt.reason) {
 					t.Errorf("Run(refused: %s) = %v, want an error saying the coordinator did not accept it, with %q", tt.name, err, tt.reason)
 				}
-				if done == nil || done.Error == "" || done.Counts.Missing != len(b.Trials) {
+				if done == nil || done.Error == "" || done.Counts.Missing != b.Size() {
 					t.Errorf("Run(refused: %s) sent done %+v, want one with an error and every trial missing", tt.name, done)
 				}
 			})

@@ -61,13 +61,13 @@ func TestGateSkipsTrials(t *testing.T) {
 			Concurrency: 2,
 			Cases:       []dataset.Case{{ID: "hang", Input: "hang"}, {ID: "a", Input: "answer"}, {ID: "b", Input: "answer"}},
 		}
-		b.Trials = append(b.Trials, shard.Planned{Key: transcript.Key{Case: "hang", Variant: "runs", Trial: 1}, Setting: 0})
+		b.Add(shard.Planned{Key: transcript.Key{Case: "hang", Variant: "runs", Trial: 1}, Setting: 0})
 		var skipped []transcript.Key
 		for _, id := range []string{"a", "b"} {
 			for trial := 1; trial <= 2; trial++ {
 				k := transcript.Key{Case: id, Variant: "stopped", Trial: trial}
 				skipped = append(skipped, k)
-				b.Trials = append(b.Trials, shard.Planned{Key: k, Setting: 1})
+				b.Add(shard.Planned{Key: k, Setting: 1})
 			}
 		}
 		results := store.OpenDir(t.TempDir(), nil)

@@ -9,15 +9,14 @@ import (
 
 // trialSet is what a coordinator knows of one shard's trials: which are
 // planned (its bundle's), which the worker acquired, which it reported.
-// With a bundle it keeps 5 bytes a trial beside the bundle's own list (the
-// list's places sorted by key, and a state byte per place) and no map of
-// keys, so that the coordinator's memory does not grow by a map entry and
-// two copies of every key the worker names: a shard of 100,000 trials
-// costs it half a megabyte. Without a bundle every key is planned, and
-// the keys met are kept in a map.
+// With a bundle it keeps one state byte a trial and, for a collect
+// bundle, an index of its series (a grade bundle lists keys: their
+// places, sorted); no map of keys, so that the coordinator's memory does
+// not grow by a map entry and two copies of every key the worker names:
+// a shard of 100,000 trials costs it a tenth of a megabyte. Without a
+// bundle every key is planned, and the keys met are kept in a map.
 type trialSet struct {
-	keyAt func(i int) transcript.Key // the bundle's key at place i
-	order []int32                    // places, sorted by key
+	place func(k transcript.Key) (int, bool) // k's place among the planned trials
 	state []uint8
 
 	loose map[transcript.Key]uint8 // without a bundle
@@ -32,41 +31,63 @@ const (
 // newTrialSet indexes b's trials; b may be nil.
 func newTrialSet(b *Bundle) *trialSet {
 	if b == nil {
-		return &trialSet{loose: map[transcript.Key]uint8{}}
+		// Every key is planned, at place -1.
+		return &trialSet{loose: map[transcript.Key]uint8{}, place: func(transcript.Key) (int, bool) { return -1, true }}
 	}
-	s := &trialSet{}
-	n := len(b.Trials)
+	s := &trialSet{state: make([]uint8, b.Size())}
 	if b.Grade != nil {
-		trials := b.Grade.Trials
-		s.keyAt, n = func(i int) transcript.Key { return trials[i] }, len(trials)
+		s.place = keyPlaces(b.Grade.Trials)
 	} else {
-		trials := b.Trials
-		s.keyAt = func(i int) transcript.Key { return trials[i].Key }
+		s.place = seriesPlaces(b.Series)
 	}
-	s.order = make([]int32, n)
-	for i := range s.order {
-		s.order[i] = int32(i)
-	}
-	slices.SortFunc(s.order, func(a, b int32) int { return compareKeys(s.keyAt(int(a)), s.keyAt(int(b))) })
-	s.state = make([]uint8, n)
 	return s
+}
+
+// keyPlaces finds a key among keys by binary search over their places,
+// sorted by key.
+func keyPlaces(keys []transcript.Key) func(transcript.Key) (int, bool) {
+	order := make([]int32, len(keys))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return compareKeys(keys[a], keys[b]) })
+	return func(k transcript.Key) (int, bool) {
+		i, ok := slices.BinarySearchFunc(order, k, func(p int32, k transcript.Key) int { return compareKeys(keys[p], k) })
+		if !ok {
+			return 0, false
+		}
+		return int(order[i]), true
+	}
+}
+
+// seriesPlaces finds a key among the trials of list (numbered in list's
+// order) by binary search over the series, sorted by case, variant and
+// first trial.
+func seriesPlaces(list []Series) func(transcript.Key) (int, bool) {
+	start := make([]int, len(list)) // the place of each series' first trial
+	order := make([]int32, len(list))
+	n := 0
+	for i, s := range list {
+		start[i], order[i] = n, int32(i)
+		n += s.Count
+	}
+	head := func(s Series) transcript.Key { return transcript.Key{Case: s.Case, Variant: s.Variant, Trial: s.First} }
+	slices.SortFunc(order, func(a, b int32) int { return compareKeys(head(list[a]), head(list[b])) })
+	return func(k transcript.Key) (int, bool) {
+		// The last series whose first trial is at k or before it.
+		i, found := slices.BinarySearchFunc(order, k, func(p int32, k transcript.Key) int { return compareKeys(head(list[p]), k) })
+		if !found {
+			i--
+		}
+		if i < 0 || !list[order[i]].Has(k) {
+			return 0, false
+		}
+		return start[order[i]] + k.Trial - list[order[i]].First, true
+	}
 }
 
 func compareKeys(a, b transcript.Key) int {
 	return cmp.Or(cmp.Compare(a.Case, b.Case), cmp.Compare(a.Variant, b.Variant), cmp.Compare(a.Trial, b.Trial))
-}
-
-// place finds k among the planned trials: its place, and whether it is
-// planned. Without a bundle every key is, at place -1.
-func (s *trialSet) place(k transcript.Key) (int, bool) {
-	if s.loose != nil {
-		return -1, true
-	}
-	i, ok := slices.BinarySearchFunc(s.order, k, func(p int32, k transcript.Key) int { return compareKeys(s.keyAt(int(p)), k) })
-	if !ok {
-		return 0, false
-	}
-	return int(s.order[i]), true
 }
 
 // planned reports whether k is one of the shard's trials.

@@ -104,7 +104,7 @@ func TestVerdictsAsDocumented(t *testing.T) {
 		"The worker's stdout ended before `done`":                  {{hello, ""}},
 		"Reading the worker's stdout failed (a broken channel)":    {{hello, "broken"}},
 	}
-	b := &shard.Bundle{Trials: []shard.Planned{{Key: transcript.Key{Case: "a", Variant: "v", Trial: 1}}},
+	b := &shard.Bundle{Series: shard.SeriesOf(shard.Planned{Key: transcript.Key{Case: "a", Variant: "v", Trial: 1}}),
 		Settings: []shard.Setting{{Variant: "v", Servers: []servers.Server{{Name: "weather", Command: "weather"}}}}}
 	rows := readVerdicts(t)
 	seen := map[string]bool{}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"runtime"
 	"slices"
@@ -136,7 +137,7 @@ func (w *Worker) Run(ctx context.Context, b *Bundle, in io.Reader, out io.Writer
 		return err
 	}
 
-	each(ctx, b.Trials, max(b.Concurrency, 1), func(pt Planned) { r.trial(ctx, pt) })
+	each(ctx, b.Trials(), max(b.Concurrency, 1), func(pt Planned) { r.trial(ctx, pt) })
 	stopHB()
 	r.closeWarm()
 	cleanup := errors.Join(r.closeSessions(), r.tokens.close())
@@ -815,7 +816,7 @@ func (r *workerRun) counts() transcript.Counts {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := r.tally
-	c.Planned = len(r.b.Trials)
+	c.Planned = r.b.Size()
 	c.Missing = c.Planned - c.Done()
 	return c
 }
@@ -944,10 +945,10 @@ func (w *Worker) clientVersions(b *Bundle) map[string]string {
 
 // each calls fn for the items in order, at most conc at once, and returns
 // once every call it made has returned. Once ctx ends it starts no more.
-func each[T any](ctx context.Context, items []T, conc int, fn func(T)) {
+func each[T any](ctx context.Context, items iter.Seq[T], conc int, fn func(T)) {
 	slots := make(chan struct{}, conc)
 	var wg sync.WaitGroup
-	for _, it := range items {
+	for it := range items {
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():

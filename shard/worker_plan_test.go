@@ -59,7 +59,7 @@ func TestWorkerTrialTimeout(t *testing.T) {
 		if !slices.Equal(f.hangEnds, []error{context.DeadlineExceeded}) {
 			t.Errorf("the hanging trial's context ended with %v, want [%v]: the timeout, not the run, ends it", f.hangEnds, context.DeadlineExceeded)
 		}
-		tr, err := results.ReadTranscript(t.Context(), b.Trials[0].Key)
+		tr, err := results.ReadTranscript(t.Context(), b.Trial(0).Key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,10 +102,10 @@ func TestWorkerTrialCancelled(t *testing.T) {
 			t.Errorf("the hanging trial's context ended with %v, want [%v]", f.hangEnds, context.Canceled)
 		}
 		trials := ev.got()
-		if len(trials) != 1 || trials[0].Status != transcript.Cancelled || trials[0].Key != b.Trials[0].Key {
+		if len(trials) != 1 || trials[0].Status != transcript.Cancelled || trials[0].Key != b.Trial(0).Key {
 			t.Errorf("runPipes(interrupted) reported %+v, want the first trial, cancelled", trials)
 		}
-		if _, err := results.ReadTranscript(t.Context(), b.Trials[1].Key); !errors.Is(err, store.ErrNotFound) {
+		if _, err := results.ReadTranscript(t.Context(), b.Trial(1).Key); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("the trial after the cancel: ReadTranscript = %v, want ErrNotFound (missing)", err)
 		}
 	})
@@ -135,7 +135,7 @@ func TestWorkerSettingSessions(t *testing.T) {
 			// Cases b and d override the model: setting 1.
 			for i, id := range []string{"a", "b", "c", "d"} {
 				b.Cases = append(b.Cases, dataset.Case{ID: id, Input: "answer"})
-				b.Trials = append(b.Trials, shard.Planned{Key: transcript.Key{Case: id, Variant: "v", Trial: 1}, Setting: i % 2})
+				b.Add(shard.Planned{Key: transcript.Key{Case: id, Variant: "v", Trial: 1}, Setting: i % 2})
 			}
 			f := &fakeClient{}
 			results := store.OpenDir(t.TempDir(), nil)
@@ -161,7 +161,7 @@ func TestWorkerSettingSessions(t *testing.T) {
 			if diff := cmp.Diff(map[string]string{"a": "m", "b": "m2", "c": "m", "d": "m2"}, f.ranOn); diff != "" {
 				t.Errorf("the model of the session each case ran on (-want +got):\n%s", diff)
 			}
-			for _, pt := range b.Trials {
+			for pt := range b.Trials() {
 				tr, err := results.ReadTranscript(t.Context(), pt.Key)
 				if err != nil {
 					t.Fatal(err)
@@ -227,9 +227,11 @@ func TestWorkerReplace(t *testing.T) {
 				results := &recordingRun{Run: store.OpenDir(dir, nil)}
 				b := oneSetting([]string{"answer", "answer"}, 2, 0)
 				b.Settings[0].Provider = "anthropic"
-				for i := range b.Trials {
-					b.Trials[i].Replace = tt.replace
-					old := &transcript.Transcript{Kind: "mst.transcript", Version: transcript.Version, Run: "r", Key: b.Trials[i].Key,
+				for i := range b.Series {
+					b.Series[i].Replace = tt.replace
+				}
+				for pt := range b.Trials() {
+					old := &transcript.Transcript{Kind: "mst.transcript", Version: transcript.Version, Run: "r", Key: pt.Key,
 						Answer: "old", Outcome: transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseClient}}
 					if _, err := results.Run.WriteTranscript(t.Context(), old); err != nil {
 						t.Fatal(err)
@@ -248,15 +250,15 @@ func TestWorkerReplace(t *testing.T) {
 				if n := len(ev.got()); n != tt.reported {
 					t.Errorf("runPipes(Replace %t) reported %d trials, want %d", tt.replace, n, tt.reported)
 				}
-				if len(results.errs) != len(b.Trials) {
-					t.Fatalf("the worker wrote %d transcripts, want %d", len(results.errs), len(b.Trials))
+				if len(results.errs) != b.Size() {
+					t.Fatalf("the worker wrote %d transcripts, want %d", len(results.errs), b.Size())
 				}
 				for _, err := range results.errs {
 					if errors.Is(err, store.ErrExists) != tt.exists || (!tt.exists && err != nil) {
 						t.Errorf("runPipes(Replace %t): a write returned %v; want ErrExists: %t", tt.replace, err, tt.exists)
 					}
 				}
-				for _, pt := range b.Trials {
+				for pt := range b.Trials() {
 					tr, err := results.ReadTranscript(t.Context(), pt.Key)
 					if err != nil {
 						t.Fatal(err)

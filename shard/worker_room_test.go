@@ -40,7 +40,7 @@ func TestWorkerGivesRoomBackWhenWriteFails(t *testing.T) {
 			Run:      transcript.Run{ID: "r"},
 			Settings: []shard.Setting{{Variant: "v", Client: "fake", Model: "anthropic/m", Provider: "anthropic"}},
 			Cases:    []dataset.Case{{ID: "a", Input: "a"}, {ID: "b", Input: "b"}},
-			Trials:   []shard.Planned{{Key: transcript.Key{Case: "a", Variant: "v", Trial: 1}}, {Key: transcript.Key{Case: "b", Variant: "v", Trial: 1}}},
+			Series: shard.SeriesOf(shard.Planned{Key: transcript.Key{Case: "a", Variant: "v", Trial: 1}}, shard.Planned{Key: transcript.Key{Case: "b", Variant: "v", Trial: 1}}),
 		}
 		w := &shard.Worker{Clients: client.NewRegistry(def), Results: store.OpenDir(results, nil), Logger: discardLogger(), MSTVersion: "test", WorkDir: dir}
 		coord := &shard.Coordinator{MSTVersion: "test", Limits: shard.NewLimiter(map[string]int{"anthropic": 1}, nil), Logger: discardLogger()}
@@ -74,7 +74,7 @@ func runPipesWithin(t *testing.T, d time.Duration, w *shard.Worker, b *shard.Bun
 	case got := <-end:
 		return got
 	case <-time.After(d):
-		t.Errorf("runPipes(%d trials) still running after %s, want done: a trial waits for room another kept", len(b.Trials), d)
+		t.Errorf("runPipes(%d trials) still running after %s, want done: a trial waits for room another kept", b.Size(), d)
 		interrupt()
 		return <-end
 	}

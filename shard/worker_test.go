@@ -115,7 +115,7 @@ func oneSetting(prompts []string, concurrency int, timeout time.Duration) *shard
 	for i, p := range prompts {
 		id := p + "-" + string(rune('a'+i))
 		b.Cases = append(b.Cases, dataset.Case{ID: id, Input: p})
-		b.Trials = append(b.Trials, shard.Planned{Key: transcript.Key{Case: id, Variant: "v", Trial: 1}})
+		b.Add(shard.Planned{Key: transcript.Key{Case: id, Variant: "v", Trial: 1}})
 	}
 	return b
 }

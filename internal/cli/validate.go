@@ -65,7 +65,7 @@ model's API key is set there or in MST's environment, as mst run would.`,
 						res.Errors[i] = redact.String(res.Errors[i])
 					}
 				} else {
-					res.Cases, res.Variants, res.Trials = ptrInt(len(plan.Cases)), plan.Variants, ptrInt(len(plan.Keys))
+					res.Cases, res.Variants, res.Trials = ptrInt(len(plan.Cases)), plan.Variants, ptrInt(plan.Size())
 				}
 				enc := json.NewEncoder(stdio.Out)
 				enc.SetIndent("", "  ")
@@ -79,7 +79,7 @@ model's API key is set there or in MST's environment, as mst run would.`,
 				return &redactedError{err: planError(err), msg: redact.String(err.Error())}
 			}
 			fmt.Fprintf(stdio.Out, "%s: valid: %d cases × %d variants × %d trials = %d trials\n",
-				args[0], len(plan.Cases), len(plan.Variants), plan.Trials, len(plan.Keys))
+				args[0], len(plan.Cases), len(plan.Variants), plan.Trials, plan.Size())
 			return nil
 		},
 	}

@@ -142,7 +142,7 @@ func testTranscripts(t *testing.T, h *Harness) {
 		checkHello(t, h, i, results_[i].Hello)
 		if d := results_[i].Done; d == nil {
 			t.Errorf("shard %d: no done message came back", i)
-		} else if got, wantCounts := d.Counts, (transcript.Counts{Planned: len(b.Trials), Answered: len(b.Trials)}); got != wantCounts {
+		} else if got, wantCounts := d.Counts, (transcript.Counts{Planned: b.Size(), Answered: b.Size()}); got != wantCounts {
 			t.Errorf("shard %d: done counts = %+v, want %+v", i, got, wantCounts)
 		}
 		for _, k := range b.Keys() {
@@ -330,7 +330,7 @@ func newBundle(runID string, i, shards int, srv servers.Server, cases []dataset.
 	for _, c := range cases {
 		for si, v := range variants {
 			for n := 1; n <= trials; n++ {
-				b.Trials = append(b.Trials, shard.Planned{Key: transcript.Key{Case: c.ID, Variant: v, Trial: n}, Setting: si})
+				b.Add(shard.Planned{Key: transcript.Key{Case: c.ID, Variant: v, Trial: n}, Setting: si})
 			}
 		}
 	}
