@@ -104,7 +104,7 @@ func tokBundle() *shard.Bundle {
 		Run:      transcript.Run{ID: "r"},
 		Settings: []shard.Setting{{Variant: "v", Client: "tok", Model: "m"}},
 		Cases:    []dataset.Case{{ID: "c", Input: "use the drive"}},
-		Series: shard.SeriesOf(shard.Planned{Key: key}),
+		Series:   shard.SeriesOf(shard.Planned{Key: key}),
 	}
 }
 

@@ -40,7 +40,7 @@ func TestWorkerGivesRoomBackWhenWriteFails(t *testing.T) {
 			Run:      transcript.Run{ID: "r"},
 			Settings: []shard.Setting{{Variant: "v", Client: "fake", Model: "anthropic/m", Provider: "anthropic"}},
 			Cases:    []dataset.Case{{ID: "a", Input: "a"}, {ID: "b", Input: "b"}},
-			Series: shard.SeriesOf(shard.Planned{Key: transcript.Key{Case: "a", Variant: "v", Trial: 1}}, shard.Planned{Key: transcript.Key{Case: "b", Variant: "v", Trial: 1}}),
+			Series:   shard.SeriesOf(shard.Planned{Key: transcript.Key{Case: "a", Variant: "v", Trial: 1}}, shard.Planned{Key: transcript.Key{Case: "b", Variant: "v", Trial: 1}}),
 		}
 		w := &shard.Worker{Clients: client.NewRegistry(def), Results: store.OpenDir(results, nil), Logger: discardLogger(), MSTVersion: "test", WorkDir: dir}
 		coord := &shard.Coordinator{MSTVersion: "test", Limits: shard.NewLimiter(map[string]int{"anthropic": 1}, nil), Logger: discardLogger()}
