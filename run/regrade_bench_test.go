@@ -103,9 +103,16 @@ func sampleHeap() (peak *heapPeak, stop func()) {
 // cpuTime is the CPU time this process used so far, user and system: a
 // measure a loaded machine distorts less than the wall clock.
 func cpuTime() time.Duration {
+	user, sys := cpuTimes()
+	return user + sys
+}
+
+// cpuTimes is the CPU time this process used so far in user space and in
+// the kernel on its behalf (file system, pipes, starting processes).
+func cpuTimes() (user, sys time.Duration) {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
 }
 
 // storedRun stores a run of n answered transcripts (100 cases, 2
