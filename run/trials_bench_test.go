@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mst-eval/mst/internal/gctune"
 	"github.com/mst-eval/mst/run"
 	"github.com/mst-eval/mst/store"
 )
@@ -51,6 +53,10 @@ var benchHeapProfile = flag.String("heapprofiles", "", "BenchmarkTrials: write h
 //
 //	go test ./run/ -run '^$' -bench Trials -benchtime 1x -trials 1000,10000,100000
 func BenchmarkTrials(b *testing.B) {
+	gctune.Apply() // as the mst command does
+	gc := debug.SetGCPercent(-1) // (reads the target)
+	debug.SetGCPercent(gc)
+	b.Logf("garbage-collection target (GOGC): %d%%", gc)
 	var first uint64
 	for _, s := range strings.Split(*benchTrials, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
