@@ -56,7 +56,6 @@ func BenchmarkTrials(b *testing.B) {
 	gctune.Apply() // as the mst command does
 	gc := debug.SetGCPercent(-1) // (reads the target)
 	debug.SetGCPercent(gc)
-	b.Logf("garbage-collection target (GOGC): %d%%", gc)
 	var first uint64
 	for _, s := range strings.Split(*benchTrials, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -112,8 +111,8 @@ func BenchmarkTrials(b *testing.B) {
 			b.ReportMetric(float64(peak.live)/(1<<20), "peak-live-MiB")
 			b.ReportMetric(float64(peak.inuse)/(1<<20), "peak-inuse-MiB")
 			b.ReportMetric(float64(peak.live)/float64(first), "live-ratio")
-			b.Logf("%d trials: %.3f ms of MST's CPU a trial (%.3f in user space, %.3f in the kernel); peak heap live %.1f MiB (×%.2f the first size), in use %.1f MiB",
-				trials, perTrialMs, perTrialMs-sysMs, sysMs, float64(peak.live)/(1<<20), float64(peak.live)/float64(first), float64(peak.inuse)/(1<<20))
+			b.Logf("%d trials at GOGC=%d: %.3f ms of MST's CPU a trial (%.3f in user space, %.3f in the kernel); peak heap live %.1f MiB (×%.2f the first size), in use %.1f MiB",
+				trials, gc, perTrialMs, perTrialMs-sysMs, sysMs, float64(peak.live)/(1<<20), float64(peak.live)/float64(first), float64(peak.inuse)/(1<<20))
 		})
 	}
 }
