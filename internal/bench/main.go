@@ -8,6 +8,7 @@
 //	go run ./internal/bench                  # -mode sizes: 1k, 10k and 100k trials
 //	go run ./internal/bench -mode shards     # 1, 2, 4, 8 and 16 shards
 //	MST_PEERS=$(scripts/peers) go run ./internal/bench -mode node
+//	go run ./internal/bench -mode files -dir /tmp   # what storing a file costs there
 //
 // sizes (sizes.go) runs the quickstart on the offline model at each size
 // and prints MST's own CPU time per trial, its servers' apart, and MST's
@@ -20,6 +21,10 @@
 //
 // node (node.go) times a one-trial run with the npm everything server
 // against that server's own start.
+//
+// files (files.go) measures what storing one transcript costs the file
+// system of -dir, in user space and in the kernel: a part of every
+// trial's CPU time that depends on the disk, not on MST.
 //
 // Targets (issue 20; on an idle machine of the project's kind): MST's own
 // CPU time per trial at most 0.3 ms; peak memory at 100k trials at most
@@ -42,7 +47,7 @@ import (
 )
 
 func main() {
-	mode := flag.String("mode", "sizes", "what to measure: sizes, shards or node")
+	mode := flag.String("mode", "sizes", "what to measure: sizes, shards, node or files")
 	dir := flag.String("dir", "", "folder for the bench's builds, runs and shard folders (default: the system's temporary folder); /dev/shm leaves the disk out")
 	sizes := flag.String("sizes", "1000,10000,100000", "sizes: approximate trial counts, comma-separated")
 	var sh shardsBench
@@ -54,6 +59,7 @@ func main() {
 	flag.IntVar(&sh.variants, "variants", 1, "shards: variants of each case (1 or more)")
 	flag.IntVar(&sh.caseTrials, "case-trials", 1, "shards: trials of each case under each variant")
 	runs := flag.Int("runs", 3, "node: how many times to time the run and the server's start")
+	files := flag.Int("files", 2000, "files: how many files to write")
 	flag.Parse()
 	if flagSet("shards") && !flagSet("mode") {
 		*mode = "shards"
@@ -66,8 +72,10 @@ func main() {
 		err = sh.run(*dir)
 	case "node":
 		err = runNode(*dir, *runs)
+	case "files":
+		err = runFiles(*dir, *files)
 	default:
-		err = fmt.Errorf("-mode %q: want sizes, shards or node", *mode)
+		err = fmt.Errorf("-mode %q: want sizes, shards, node or files", *mode)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

@@ -37,8 +37,8 @@ type body struct {
 	SetupMs       float64                  `json:"setupMs,omitempty"`
 	Environment   transcript.Environment   `json:"environment"`
 	Telemetry     json.RawMessage          `json:"clientTelemetry,omitempty"`
-	// Grade is nil for a trial with no grade.
-	Grade *gradeBody `json:"grade,omitempty"`
+	// (A trial's grade is a document of its own, "g-ID" beside the
+	// transcript's "t-ID", which the page's script puts in "grade".)
 }
 
 type msg struct {
@@ -74,7 +74,7 @@ type gradeBody struct {
 	Stale bool `json:"stale,omitempty"`
 }
 
-func newBody(t *transcript.Transcript, g *grade.TrialGrade) body {
+func newBody(t *transcript.Transcript) body {
 	b := body{
 		Status: t.Outcome.Status, Cause: t.Outcome.Cause, Detail: clip(t.Outcome.Detail),
 		Client: t.Client.Name, Version: t.Client.Version, Model: t.Model, Shard: t.Shard,
@@ -128,15 +128,19 @@ func newBody(t *transcript.Transcript, g *grade.TrialGrade) body {
 			b.Telemetry = clipRaw(raw)
 		}
 	}
-	if g != nil {
-		gb := &gradeBody{Graded: g.Graded, Passed: g.Graded && g.Passed, Failed: clip(g.Failed), Results: g.Results}
-		gb.Stale = !g.Trial.Ended.IsZero() && !g.Trial.Ended.Equal(t.Timing.Ended)
-		for i, r := range gb.Results {
-			gb.Results[i].Detail = clip(r.Detail)
-		}
-		b.Grade = gb
-	}
 	return b
+}
+
+// newGradeBody is what the page shows of a trial's grade g, beside the
+// transcript that ended at ended (Unix nanoseconds, endedAt): stale when g
+// is of another transcript of the trial.
+func newGradeBody(g *grade.TrialGrade, ended int64) *gradeBody {
+	gb := &gradeBody{Graded: g.Graded, Passed: g.Graded && g.Passed, Failed: clip(g.Failed), Results: g.Results}
+	gb.Stale = !g.Trial.Ended.IsZero() && endedAt(g.Trial.Ended) != ended
+	for i, r := range gb.Results {
+		gb.Results[i].Detail = clip(r.Detail)
+	}
+	return gb
 }
 
 func newCall(c transcript.ToolCall) call {

@@ -30,6 +30,22 @@ func (m *memSource) Grades(ctx context.Context, fn func(grade.TrialGrade) error)
 	return nil
 }
 
+// documents is the number of JSON documents a page of m embeds: one a
+// transcript and one a grade of a trial with a transcript.
+func (m *memSource) documents() int {
+	has := map[transcript.Key]bool{}
+	for _, t := range m.transcripts {
+		has[t.Key] = true
+	}
+	n := len(has)
+	for _, g := range m.grades {
+		if has[g.Key] {
+			n++
+		}
+	}
+	return n
+}
+
 func (m *memSource) Transcripts(ctx context.Context, fn func(*transcript.Transcript) error) error {
 	for _, t := range m.transcripts {
 		if err := fn(t); err != nil {

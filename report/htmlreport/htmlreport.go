@@ -28,6 +28,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"time"
 	"unicode/utf8"
 
 	"github.com/mst-eval/mst/grade"
@@ -52,58 +54,89 @@ type Source interface {
 
 // Write writes the HTML report of rep to w. rec is the run's run.json as
 // stored (shown in full on the page); src gives the trials' grades and
-// transcripts, which are read once and not kept: memory grows with the
-// number of grades, not with the size of the transcripts. Only the trials
-// of the report's plan (its cases and variants, trial 1 … trials per case)
-// are put in; the first transcript of a trial wins.
+// transcripts, which are read as they come and not kept: the grades twice
+// (once for the errored trials the page lists, once to write each graded
+// trial's grade beside its transcript), the transcripts once. What Write
+// keeps per planned trial is a few bytes (when its transcript ended), so
+// its memory does not grow with the size of the grades or transcripts.
+// Only the trials of the report's plan (its cases and variants, trial 1 …
+// trials per case) are put in; the first transcript of a trial wins.
 func Write(ctx context.Context, w io.Writer, rep report.Report, rec transcript.Run, src Source) error {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	p := newPage(rep, rec)
-	grades := map[transcript.Key]grade.TrialGrade{}
+	errored := map[errorKey][]errorTrial{}
 	if src != nil {
 		if err := src.Grades(ctx, func(g grade.TrialGrade) error {
-			if _, ok := p.cellOf(g.Key); ok {
-				grades[g.Key] = g
+			if _, ok := p.slotOf(g.Key); ok && !g.Graded && g.Trial.Status != "" {
+				ek := errorKey{g.Key.Variant, g.Trial.Status, g.Trial.Cause}
+				errored[ek] = append(errored[ek], errorTrial{Key: g.Key, Detail: clip(g.Trial.Detail)})
 			}
 			return nil
 		}); err != nil {
 			return fmt.Errorf("reading the run's grades: %w", err)
 		}
 	}
-	p.addErrors(grades)
+	p.addErrors(errored)
 	if err := pageTemplate.ExecuteTemplate(bw, "head", p); err != nil {
 		return fmt.Errorf("writing the HTML report: %w", err)
 	}
 	if src != nil {
-		seen := map[transcript.Key]bool{}
+		// ended holds, for each planned trial, when its transcript ended
+		// (Unix nanoseconds), so that its grade can say whether it is of
+		// that transcript; noTranscript marks the trials without one.
+		const noTranscript = math.MinInt64
+		ended := make([]int64, p.slots())
+		for i := range ended {
+			ended[i] = noTranscript
+		}
 		var buf bytes.Buffer
 		err := src.Transcripts(ctx, func(t *transcript.Transcript) error {
-			id, ok := p.cellOf(t.Key)
-			if !ok || seen[t.Key] {
+			slot, ok := p.slotOf(t.Key)
+			if !ok || ended[slot] != noTranscript {
 				return nil
 			}
-			seen[t.Key] = true
-			var g *grade.TrialGrade
-			if tg, ok := grades[t.Key]; ok {
-				g = &tg
-			}
-			buf.Reset()
-			if err := encodeBody(&buf, newBody(t, g)); err != nil {
-				return fmt.Errorf("transcript of %s: %w", t.Key, err)
-			}
-			fmt.Fprintf(bw, "<script type=\"application/json\" id=\"t-%s\">", id)
-			bw.Write(buf.Bytes())
-			_, err := bw.WriteString("</script>\n")
-			return err
+			ended[slot] = endedAt(t.Timing.Ended)
+			return writeScript(bw, &buf, "t-"+p.idOf(slot), newBody(t))
 		})
 		if err != nil {
 			return fmt.Errorf("reading the run's transcripts: %w", err)
+		}
+		err = src.Grades(ctx, func(g grade.TrialGrade) error {
+			slot, ok := p.slotOf(g.Key)
+			if !ok || ended[slot] == noTranscript {
+				return nil
+			}
+			return writeScript(bw, &buf, "g-"+p.idOf(slot), newGradeBody(&g, ended[slot]))
+		})
+		if err != nil {
+			return fmt.Errorf("reading the run's grades: %w", err)
 		}
 	}
 	if err := pageTemplate.ExecuteTemplate(bw, "tail", p); err != nil {
 		return fmt.Errorf("writing the HTML report: %w", err)
 	}
 	return bw.Flush()
+}
+
+// endedAt is a transcript's end as Unix nanoseconds; 0 when it has none.
+func endedAt(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// writeScript writes v as a JSON document in a <script> element of the
+// given id, using buf.
+func writeScript(bw *bufio.Writer, buf *bytes.Buffer, id string, v any) error {
+	buf.Reset()
+	if err := encodeBody(buf, v); err != nil {
+		return fmt.Errorf("%s: %w", id, err)
+	}
+	fmt.Fprintf(bw, "<script type=\"application/json\" id=\"%s\">", id)
+	bw.Write(buf.Bytes())
+	_, err := bw.WriteString("</script>\n")
+	return err
 }
 
 // encodeBody marshals v as JSON that is safe inside a <script> element and

@@ -59,7 +59,7 @@ func TestWriteEscapesHostileText(t *testing.T) {
 		}
 	}
 	low := strings.ToLower(string(page))
-	scripts := 3 + len(f.src.transcripts) // the report, the names, each trial, the page's script
+	scripts := 3 + f.src.documents() // the report, the names, each trial and grade, the page's script
 	if n := strings.Count(low, "<script"); n != scripts {
 		t.Errorf("the page has %d <script tags, want %d", n, scripts)
 	}

@@ -231,7 +231,7 @@ func TestWriteJudgesEscaped(t *testing.T) {
 	f := judgedFixture()
 	page := string(f.html(t))
 	low := strings.ToLower(page)
-	if n, want := strings.Count(low, "<script"), 3+len(f.src.transcripts); n != want {
+	if n, want := strings.Count(low, "<script"), 3+f.src.documents(); n != want {
 		t.Errorf("the page has %d <script tags, want %d", n, want)
 	}
 	for _, bad := range []string{"<script>window", "<img", "<b>"} {

@@ -9,11 +9,11 @@ import (
 	"fmt"
 	"html/template"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/report"
 	"github.com/mst-eval/mst/transcript"
 )
@@ -133,46 +133,65 @@ func newPage(rep report.Report, rec transcript.Run) *page {
 // cellOf returns the element id suffix of a trial of the plan:
 // "CASE-VARIANT-TRIAL" as indexes.
 func (p *page) cellOf(k transcript.Key) (string, bool) {
-	ci, ok := p.caseIndex[k.Case]
+	slot, ok := p.slotOf(k)
 	if !ok {
 		return "", false
 	}
-	vi, ok := p.variantIndex[k.Variant]
-	if !ok || k.Trial < 1 || k.Trial > max(p.Rep.Run.TrialsPerCase, 1) {
-		return "", false
-	}
-	return fmt.Sprintf("%d-%d-%d", ci, vi, k.Trial), true
+	return p.idOf(slot), true
 }
 
+// slots is the number of trials in the report's plan.
+func (p *page) slots() int {
+	return len(p.caseIndex) * len(p.variantIndex) * max(p.Rep.Run.TrialsPerCase, 1)
+}
+
+// slotOf numbers the trials of the plan from 0 (case, then variant, then
+// trial): a place in a table rather than a map entry keyed by strings.
+func (p *page) slotOf(k transcript.Key) (int, bool) {
+	ci, ok := p.caseIndex[k.Case]
+	if !ok {
+		return 0, false
+	}
+	vi, ok := p.variantIndex[k.Variant]
+	trials := max(p.Rep.Run.TrialsPerCase, 1)
+	if !ok || k.Trial < 1 || k.Trial > trials {
+		return 0, false
+	}
+	return (ci*len(p.variantIndex)+vi)*trials + k.Trial - 1, true
+}
+
+// idOf is the element id suffix of the trial at slot.
+func (p *page) idOf(slot int) string {
+	trials := max(p.Rep.Run.TrialsPerCase, 1)
+	vi := slot / trials % len(p.variantIndex)
+	ci := slot / trials / len(p.variantIndex)
+	return fmt.Sprintf("%d-%d-%d", ci, vi, slot%trials+1)
+}
+
+// errorKey is one error group of a variant: a status and a cause.
+type errorKey struct{ variant, status, cause string }
+
 // addErrors lists, under each of the report's error groups, the trials of
-// that group, from their grades.
-func (p *page) addErrors(grades map[transcript.Key]grade.TrialGrade) {
-	type gk struct {
-		variant, status, cause string
-	}
-	members := map[gk][]transcript.Key{}
-	for k, g := range grades {
-		if g.Graded || g.Trial.Status == "" {
-			continue
-		}
-		members[gk{k.Variant, g.Trial.Status, g.Trial.Cause}] = append(members[gk{k.Variant, g.Trial.Status, g.Trial.Cause}], k)
-	}
+// that group: errored holds, by group, every trial of the plan whose
+// latest grade says it errored (was not graded), with its detail.
+func (p *page) addErrors(errored map[errorKey][]errorTrial) {
 	for vi, v := range p.Rep.Variants {
 		for _, g := range v.ErrorGroups {
 			sec := errorSection{Variant: vi, Name: v.Variant, G: g}
 			sec.First, _ = p.cellOf(g.First)
-			keys := members[gk{v.Variant, g.Status, g.Cause}]
-			p.sortKeys(keys)
-			for _, k := range keys {
+			trials := errored[errorKey{v.Variant, g.Status, g.Cause}]
+			slices.SortStableFunc(trials, func(a, b errorTrial) int { return p.compareKeys(a.Key, b.Key) })
+			for _, t := range trials {
 				if len(sec.Trials) == maxListed {
-					sec.More = len(keys) - maxListed
+					sec.More = len(trials) - maxListed
 					break
 				}
-				id, ok := p.cellOf(k)
+				id, ok := p.cellOf(t.Key)
 				if !ok {
 					continue
 				}
-				sec.Trials = append(sec.Trials, errorTrial{ID: id, Key: k, Detail: grades[k].Trial.Detail})
+				t.ID = id
+				sec.Trials = append(sec.Trials, t)
 			}
 			p.Errors = append(p.Errors, sec)
 		}
@@ -182,18 +201,13 @@ func (p *page) addErrors(grades map[transcript.Key]grade.TrialGrade) {
 // maxListed is how many trials an error group lists by name.
 const maxListed = 50
 
-func (p *page) sortKeys(keys []transcript.Key) {
-	less := func(a, b transcript.Key) int {
-		if d := p.caseIndex[a.Case] - p.caseIndex[b.Case]; d != 0 {
-			return d
-		}
-		return a.Trial - b.Trial
+// compareKeys orders the trials of one variant as the grid lists them:
+// by case, then trial.
+func (p *page) compareKeys(a, b transcript.Key) int {
+	if d := p.caseIndex[a.Case] - p.caseIndex[b.Case]; d != 0 {
+		return d
 	}
-	for i := 1; i < len(keys); i++ {
-		for j := i; j > 0 && less(keys[j], keys[j-1]) < 0; j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
-		}
-	}
+	return a.Trial - b.Trial
 }
 
 type variantRow struct {

@@ -83,6 +83,11 @@
     let b = null;
     if (node) {
       try { b = JSON.parse(node.textContent); } catch (e) { b = { broken: String(e) }; }
+      // The trial's grade, when it has one, is a document of its own.
+      const g = document.getElementById("g-" + id);
+      if (g) {
+        try { b.grade = JSON.parse(g.textContent); } catch (e) { b.grade = { broken: String(e) }; }
+      }
     }
     cache.set(id, b);
     return b;
