@@ -11,8 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/metrics"
 	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -53,7 +53,7 @@ var benchHeapProfile = flag.String("heapprofiles", "", "BenchmarkTrials: write h
 //
 //	go test ./run/ -run '^$' -bench Trials -benchtime 1x -trials 1000,10000,100000
 func BenchmarkTrials(b *testing.B) {
-	gctune.Apply() // as the mst command does
+	gctune.Apply()               // as the mst command does
 	gc := debug.SetGCPercent(-1) // (reads the target)
 	debug.SetGCPercent(gc)
 	var first uint64
