@@ -65,9 +65,14 @@ func Write(ctx context.Context, w io.Writer, rep report.Report, rec transcript.R
 	bw := bufio.NewWriterSize(w, 256<<10)
 	p := newPage(rep, rec)
 	errored := map[errorKey][]errorTrial{}
+	var grades func(fn func(slot int, g *grade.TrialGrade) error) error
 	if src != nil {
-		if err := src.Grades(ctx, func(g grade.TrialGrade) error {
-			if _, ok := p.slotOf(g.Key); ok && !g.Graded && g.Trial.Status != "" {
+		var err error
+		if grades, err = p.latestGrades(ctx, src); err != nil {
+			return fmt.Errorf("reading the run's grades: %w", err)
+		}
+		if err := grades(func(_ int, g *grade.TrialGrade) error {
+			if !g.Graded && g.Trial.Status != "" {
 				ek := errorKey{g.Key.Variant, g.Trial.Status, g.Trial.Cause}
 				errored[ek] = append(errored[ek], errorTrial{Key: g.Key, Detail: clip(g.Trial.Detail)})
 			}
@@ -101,12 +106,11 @@ func Write(ctx context.Context, w io.Writer, rep report.Report, rec transcript.R
 		if err != nil {
 			return fmt.Errorf("reading the run's transcripts: %w", err)
 		}
-		err = src.Grades(ctx, func(g grade.TrialGrade) error {
-			slot, ok := p.slotOf(g.Key)
-			if !ok || ended[slot] == noTranscript {
+		err = grades(func(slot int, g *grade.TrialGrade) error {
+			if ended[slot] == noTranscript {
 				return nil
 			}
-			return writeScript(bw, &buf, "g-"+p.idOf(slot), newGradeBody(&g, ended[slot]))
+			return writeScript(bw, &buf, "g-"+p.idOf(slot), newGradeBody(g, ended[slot]))
 		})
 		if err != nil {
 			return fmt.Errorf("reading the run's grades: %w", err)
@@ -116,6 +120,54 @@ func Write(ctx context.Context, w io.Writer, rep report.Report, rec transcript.R
 		return fmt.Errorf("writing the HTML report: %w", err)
 	}
 	return bw.Flush()
+}
+
+// gradeHistory is what a grade log can give beyond Source: every grade in
+// the order it was appended (store.GradeHistory).
+type gradeHistory interface {
+	GradeHistory(ctx context.Context, fn func(grade.TrialGrade) error) error
+}
+
+// latestGrades returns a function that calls fn with the latest grade of
+// every trial of the page's plan that has one, as often as it is called.
+// From a source with a grade history it keeps 4 bytes a planned trial:
+// the place of the trial's latest grade in the history, found by a first
+// read. Otherwise it reads src.Grades each time, which keeps what the
+// source keeps to find the latest grades (a store: a map entry a trial).
+func (p *page) latestGrades(ctx context.Context, src Source) (func(fn func(slot int, g *grade.TrialGrade) error) error, error) {
+	h, ok := src.(gradeHistory)
+	if !ok {
+		return func(fn func(int, *grade.TrialGrade) error) error {
+			return src.Grades(ctx, func(g grade.TrialGrade) error {
+				if slot, ok := p.slotOf(g.Key); ok {
+					return fn(slot, &g)
+				}
+				return nil
+			})
+		}, nil
+	}
+	latest := make([]uint32, p.slots()) // 1 + the place of the trial's latest grade; 0: none
+	n := uint32(0)
+	err := h.GradeHistory(ctx, func(g grade.TrialGrade) error {
+		n++
+		if slot, ok := p.slotOf(g.Key); ok {
+			latest[slot] = n
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return func(fn func(int, *grade.TrialGrade) error) error {
+		n := uint32(0)
+		return h.GradeHistory(ctx, func(g grade.TrialGrade) error {
+			n++
+			if slot, ok := p.slotOf(g.Key); ok && latest[slot] == n {
+				return fn(slot, &g)
+			}
+			return nil
+		})
+	}, nil
 }
 
 // endedAt is a transcript's end as Unix nanoseconds; 0 when it has none.

@@ -2,11 +2,13 @@ package htmlreport_test
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/report/htmlreport"
 	"github.com/mst-eval/mst/transcript"
 )
@@ -133,5 +135,52 @@ func TestWriteKeepsThePlan(t *testing.T) {
 	}
 	if strings.Contains(page, "outside the plan") {
 		t.Error("the page holds a transcript outside the plan")
+	}
+}
+
+// historySource is a run whose grade log keeps every grade it was given,
+// older ones included, as a store's does (store.GradeHistory).
+type historySource struct {
+	*memSource
+	history []grade.TrialGrade
+}
+
+func (h historySource) GradeHistory(ctx context.Context, fn func(grade.TrialGrade) error) error {
+	for _, g := range h.history {
+		if err := fn(g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestWriteFromHistory: a page written from a grade log with a history
+// (every trial graded twice or more, a grade of a trial outside the plan,
+// errored trials regraded as passed and the other way round) is the page
+// written from the latest grades alone: the latest grade of a trial wins
+// wherever it is in the log.
+func TestWriteFromHistory(t *testing.T) {
+	t.Parallel()
+	f := makeFixture(spec{cases: 12, variants: 3, trials: 2, name: hostileName(), missing: 9})
+	want := f.html(t)
+	h := historySource{memSource: f.src}
+	for i, g := range f.src.grades {
+		old := g
+		old.Graded, old.Passed, old.Failed = !g.Graded, !g.Passed, "an older grade"
+		if i%2 == 0 {
+			old.Trial.Status, old.Trial.Cause, old.Trial.Detail = transcript.Errored, transcript.CauseClient, "an older error"
+		}
+		h.history = append(h.history, old)
+	}
+	outside := f.src.grades[0]
+	outside.Key.Trial = 99
+	h.history = append(h.history, outside)
+	h.history = append(h.history, f.src.grades...)
+	var buf bytes.Buffer
+	if err := htmlreport.Write(t.Context(), &buf, f.rep, f.rec, h); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Errorf("the page written from a grade history differs from the page written from the latest grades (%d bytes, want %d)", buf.Len(), len(want))
 	}
 }
