@@ -91,19 +91,7 @@ func (g *fullGuard) WriteGraders(ctx context.Context, specs []json.RawMessage) e
 // guarded store can (store.KeyWalker), so that reading a run back through
 // the guard keeps the store's lean path.
 func (g *fullGuard) EachKey(ctx context.Context, fn func(transcript.Key) error) error {
-	if w, ok := g.Run.(store.KeyWalker); ok {
-		return w.EachKey(ctx, fn)
-	}
-	keys, err := g.Run.Keys(ctx)
-	if err != nil {
-		return err
-	}
-	for _, k := range keys {
-		if err := fn(k); err != nil {
-			return err
-		}
-	}
-	return nil
+	return eachStoredKey(ctx, g.Run, fn)
 }
 
 // GradeHistory gives every grade of the run in order when the guarded
