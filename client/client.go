@@ -60,6 +60,11 @@ type Definition struct {
 	ProviderKeys bool
 	// Concurrent is true when one Session may run several trials at once.
 	Concurrent bool
+	// HostExclusive is true when only one machine at a time may run the
+	// client's trials on one host (a Docker context): Claude Desktop's VM
+	// service, which Cowork uses, listens on a host-wide port. A runner
+	// whose machines share a host runs such shards one after another.
+	HostExclusive bool
 	// ProxiedServers is true when the client reaches the variant's servers
 	// only through Trial.Servers. The worker then puts MST's MCP proxy in
 	// front of every server for every trial (tool variants, the
