@@ -89,7 +89,7 @@ echo $! > %[1]s
 	for k, v := range map[string]string{
 		"DISPLAY": d.Display, "DBUS_SESSION_BUS_ADDRESS": d.BusAddr, "HOME": d.Home,
 		"XDG_CONFIG_HOME": filepath.Join(d.Home, ".config"),
-		desktop.OwnedEnv: "1", desktop.RestartEnv: restart, desktop.ProfileEnv: profPath,
+		desktop.OwnedEnv:  "1", desktop.RestartEnv: restart, desktop.ProfileEnv: profPath,
 	} {
 		t.Setenv(k, v)
 	}
