@@ -44,6 +44,7 @@ func newLinuxDriver(ctx context.Context, s *Session) (*linuxDriver, error) {
 }
 
 func (d *linuxDriver) kind() string { return "at-spi" }
+func (d *linuxDriver) owned() bool  { return true }
 
 func (d *linuxDriver) close() error { return d.bus.Close() }
 

@@ -62,6 +62,9 @@ type driver interface {
 	running(ctx context.Context) bool
 	// ready waits until the app can take a prompt after a (re)start.
 	ready(ctx context.Context) error
+	// owned is true when MST prepares the app for each variant (writes its
+	// settings and restarts it).
+	owned() bool
 	// converse starts a new conversation, submits prompt and waits for
 	// the answer.
 	converse(ctx context.Context, prompt string, budget *budget) (seen, error)
@@ -83,6 +86,8 @@ type seen struct {
 	// Strays are the titles of stray windows closed on the way.
 	Strays []string
 	Sent   time.Time
+	// Telemetry is the driver's own account (the planner's cost).
+	Telemetry map[string]any
 }
 
 // budget counts a trial's UI actions against maxActions.
@@ -218,7 +223,7 @@ func (s *Session) Run(ctx context.Context, t client.Trial) (client.Result, error
 		return res, err
 	}
 	defer s.front.detach()
-	if s.seat.prepared != s || changed || !s.drv.running(ctx) {
+	if s.drv.owned() && (s.seat.prepared != s || changed || !s.drv.running(ctx)) {
 		start := time.Now()
 		if err := s.prepare(ctx); err != nil {
 			res.Next = client.Reset
@@ -229,6 +234,9 @@ func (s *Session) Run(ctx context.Context, t client.Trial) (client.Result, error
 	b := &budget{max: s.opts.MaxActions}
 	sw, err := s.drv.converse(ctx, t.Prompt, b)
 	tel["actions"] = b.used
+	for k, v := range sw.Telemetry {
+		tel[k] = v
+	}
 	if len(sw.Strays) > 0 {
 		tel["strayWindows"] = sw.Strays
 	}
@@ -310,7 +318,7 @@ func (s *Session) Reset(ctx context.Context) error {
 		return err
 	}
 	defer s.seat.release()
-	if s.seat.prepared != s {
+	if s.drv.owned() && s.seat.prepared != s {
 		return nil // the next trial prepares the app anyway
 	}
 	if err := s.drv.reset(ctx); err != nil {
