@@ -308,3 +308,20 @@ func DescribeOptions(schema json.RawMessage) ([]Option, error) {
 func SharedOptionNames() []string {
 	return []string{OptionTimeout, OptionMaxActions, OptionReasoningEffort, OptionAppVersion}
 }
+// DesktopOptions is the options schema of a desktop app client: the shared
+// timeout (with the app's default), maxActions over UI actions, appVersion,
+// and the Computer Use planner model used on macOS.
+func DesktopOptions(timeout string) json.RawMessage {
+	return OptionsSchema(SharedOptions{
+		Timeout:    timeout,
+		MaxActions: &MaxActions{Action: "UI actions such as clicks, keystrokes and screenshots", Default: 50},
+		AppVersion: true,
+	},
+		Option{
+			Name:        "computerUseModel",
+			Schema:      map[string]any{"type": "string", "pattern": "^anthropic/.+$", "patternErrorMessage": "must be an Anthropic model as anthropic/MODEL"},
+			Description: "The model that plans Computer Use actions on macOS, as anthropic/MODEL. Linux runs the accessibility automation, which has no planner, and does not use it.",
+			Default:     "anthropic/claude-sonnet-4-5",
+		},
+	)
+}

@@ -3,12 +3,12 @@ package chatgpt
 import (
 	"testing"
 
-	"github.com/mst-eval/mst/client/clienttest"
+	"github.com/mst-eval/mst/client/desktop/desktoptest"
 )
 
-// TestNotBuilt checks that this build refuses the client clearly and
-// safely.
-func TestNotBuilt(t *testing.T) {
-	t.Parallel()
-	clienttest.RunNotBuilt(t, Definition())
+// TestDefinition checks the definition against the desktop clients'
+// contract: available on Linux and macOS, proxied servers, the shared
+// options, and a refusal that says how to get an owned desktop.
+func TestDefinition(t *testing.T) {
+	desktoptest.CheckDefinition(t, Definition(), false)
 }

@@ -16,7 +16,4 @@
 // Flow of one case: start the fake provider with a script, open a session
 // on the client with options pointing at it (Config.Provider), run one or
 // two trials, check the Result, close the session.
-//
-// RunNotBuilt checks a definition this build refuses (client.NotYetBuilt):
-// Available says why on every OS, Open fails, nothing panics.
 package clienttest

@@ -6,24 +6,29 @@
 // is not an option. One session runs a whole batch in one app, one trial at
 // a time, so a case cannot change the model or the options.
 //
-// This build defines the client (its requirements and options, so configs
-// that name it validate and mst clients lists it) but cannot run it yet:
-// Available refuses it on every OS, and the eval loader checks Available
-// before it opens anything.
+// On Linux it needs an owned desktop (MST_DESKTOP_OWNED=1, as the desktop
+// worker image sets): MST writes the app's managed settings for each
+// variant, restarts the app, and puts the settings back at the end. The
+// app's window and control names are in linux.go, replaceable on a machine
+// with MST_DESKTOP_PROFILE (package desktop).
 package codexapp
 
 import (
 	"time"
 
 	"github.com/mst-eval/mst/client"
+	"github.com/mst-eval/mst/client/desktop"
 )
 
 // Name is the client's name in eval configs.
 const Name = "codex-app"
 
+// app is how package desktop drives it.
+var app = desktop.App{Client: Name, Product: "ChatGPT (Codex)", Linux: linuxProfile}
+
 // Definition is the codex-app client's definition.
 func Definition() *client.Definition {
-	return client.NotYetBuilt(&client.Definition{
+	return desktop.Define(app, &client.Definition{
 		Name:        Name,
 		Description: "The Codex surface of the ChatGPT desktop app.",
 		Requirements: client.Requirements{
@@ -32,10 +37,10 @@ func Definition() *client.Definition {
 				"a signed-in ChatGPT desktop app with Codex",
 				"ANTHROPIC_API_KEY on macOS (the Computer Use planner)",
 			},
-			Setup: "Install the ChatGPT desktop app from https://chatgpt.com/download and sign in",
+			Setup: "macOS: install the ChatGPT desktop app from https://chatgpt.com/download and sign in. Linux: add the app to the desktop worker image (`mst runner setup docker --desktop`, docs/desktop.md)",
 		},
 		ModelProviders: []string{"openai"},
 		Options:        client.DesktopOptions("300s"),
 		Timeout:        300 * time.Second,
-	}, client.DesktopNotBuilt(Name))
+	})
 }

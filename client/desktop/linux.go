@@ -94,17 +94,35 @@ type state struct {
 	status, conversation string
 }
 
+// The status words read from a BusyControl.
+const (
+	statusBusy = "(busy)"
+	statusIdle = "(idle)"
+)
+
 func (d *linuxDriver) read(ctx context.Context, win atspi.Node) (state, error) {
 	var st state
-	n, err := win.Find(ctx, d.prof.Status)
-	if err != nil {
-		return st, err
+	if d.prof.Status == (atspi.Match{}) {
+		_, err := win.Find(ctx, d.prof.BusyControl)
+		switch {
+		case err == nil:
+			st.status = statusBusy
+		case errors.Is(err, atspi.ErrNotFound):
+			st.status = statusIdle
+		default:
+			return st, err
+		}
+	} else {
+		n, err := win.Find(ctx, d.prof.Status)
+		if err != nil {
+			return st, err
+		}
+		if st.status, err = text(ctx, n); err != nil {
+			return st, err
+		}
+		st.status = strings.TrimSpace(st.status)
 	}
-	if st.status, err = text(ctx, n); err != nil {
-		return st, err
-	}
-	st.status = strings.TrimSpace(st.status)
-	n, err = win.Find(ctx, d.prof.Conversation)
+	n, err := win.Find(ctx, d.prof.Conversation)
 	if err != nil {
 		return st, err
 	}
@@ -112,8 +130,12 @@ func (d *linuxDriver) read(ctx context.Context, win atspi.Node) (state, error) {
 	return st, err
 }
 
-func (d *linuxDriver) busy(st state) bool { return slices.Contains(d.prof.Busy, st.status) }
-func (d *linuxDriver) idle(st state) bool { return slices.Contains(d.prof.Idle, st.status) }
+func (d *linuxDriver) busy(st state) bool {
+	return st.status == statusBusy || slices.Contains(d.prof.Busy, st.status)
+}
+func (d *linuxDriver) idle(st state) bool {
+	return st.status == statusIdle || slices.Contains(d.prof.Idle, st.status)
+}
 func (d *linuxDriver) failed(st state) bool {
 	return d.prof.ErrorPrefix != "" && strings.HasPrefix(st.status, d.prof.ErrorPrefix)
 }

@@ -39,6 +39,10 @@ type Profile struct {
 	Conversation atspi.Match `json:"conversation"`
 	Status       atspi.Match `json:"status"`
 	Servers      atspi.Match `json:"servers,omitzero"`
+	// BusyControl, for an app with no status label, is a control that
+	// shows only while the app works (a stop button): the app is busy
+	// while it is there and idle otherwise.
+	BusyControl atspi.Match `json:"busyControl,omitzero"`
 	// Busy and Idle are the status texts that mean working and ready;
 	// ErrorPrefix starts a status that reports a failure.
 	Busy        []string `json:"busy"`
@@ -96,8 +100,9 @@ func (p Profile) check() error {
 	for name, empty := range map[string]bool{
 		"app": p.App == "", "window": p.Window == "", "input": p.Input == (atspi.Match{}),
 		"send": p.Send == (atspi.Match{}), "newChat": p.NewChat == (atspi.Match{}),
-		"conversation": p.Conversation == (atspi.Match{}), "status": p.Status == (atspi.Match{}),
-		"idle": len(p.Idle) == 0, "answerMarker": p.AnswerMarker == "", "settingsPath": p.SettingsPath == "",
+		"conversation":          p.Conversation == (atspi.Match{}),
+		"status or busyControl": p.Status == (atspi.Match{}) && p.BusyControl == (atspi.Match{}),
+		"idle":                  len(p.Idle) == 0 && p.Status != (atspi.Match{}), "answerMarker": p.AnswerMarker == "", "settingsPath": p.SettingsPath == "",
 	} {
 		if empty {
 			missing = append(missing, name)

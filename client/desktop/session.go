@@ -409,3 +409,23 @@ func (st *seat) leave(s *Session) error {
 	}
 	return nil
 }
+
+// Define completes a desktop app client's definition: MST's proxies in
+// front of its servers, the planner's key on macOS, the app's version as
+// found on this machine, and Open.
+func Define(app App, d *client.Definition) *client.Definition {
+	d.ProxiedServers = true
+	d.KeyVars = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"}
+	d.Version = func() string {
+		if runtime.GOOS != "linux" {
+			return ""
+		}
+		prof, err := LoadProfile(app.Linux)
+		if err != nil {
+			return ""
+		}
+		return appVersion(context.Background(), prof)
+	}
+	d.Open = func(ctx context.Context, p client.OpenParams) (client.Session, error) { return Open(ctx, app, p) }
+	return d
+}

@@ -66,11 +66,11 @@ func TestCheckClient(t *testing.T) {
 		{"codex-cli", "darwin", ""},
 		{"gemini-cli", "windows", ""},
 		{"cowork", "windows", "client cowork runs on macos, linux; this run's machine is windows"},
-		{"cowork", "linux", "cowork is not available on linux yet: this build has no Linux desktop automation (it comes with the desktop clients); no machine can run it in this build"},
-		{"cowork", "darwin", "cowork is defined but not built into this version of mst yet (it comes with the desktop clients); no machine can run it in this build"},
+		{"cowork", "linux", ""},
+		{"cowork", "darwin", ""},
 		{"chatgpt", "windows", "client chatgpt runs on macos, linux; this run's machine is windows"},
-		{"chatgpt", "linux", "chatgpt is not available on linux yet: this build has no Linux desktop automation (it comes with the desktop clients); no machine can run it in this build"},
-		{"codex-app", "darwin", "codex-app is defined but not built into this version of mst yet (it comes with the desktop clients); no machine can run it in this build"},
+		{"chatgpt", "linux", ""},
+		{"codex-app", "darwin", ""},
 		{"codex-app", "freebsd", "client codex-app runs on macos, linux; this run's machine is freebsd"},
 	} {
 		err := reg.CheckOS(tc.name, tc.goos)

@@ -11,16 +11,21 @@ package desktoptest
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/internal/testneed"
 )
 
@@ -219,4 +224,52 @@ func (l *limitWriter) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return string(l.b)
+}
+
+// CheckDefinition checks a desktop app client's definition: it runs on
+// Linux and macOS in this build, takes MST's proxies, has the desktop
+// options with its default timeout, says whether it needs its Docker host
+// alone, and refuses to open on a Linux desktop MST does not own, saying
+// how to get one.
+func CheckDefinition(t *testing.T, d *client.Definition, hostExclusive bool) {
+	t.Helper()
+	for _, goos := range []string{"linux", "darwin"} {
+		if !slices.Contains(d.Requirements.OS, goos) {
+			t.Errorf("%s: Requirements.OS lacks %s", d.Name, goos)
+		}
+		if d.Available != nil {
+			if err := d.Available(goos); err != nil {
+				t.Errorf("%s: not available on %s: %v", d.Name, goos, err)
+			}
+		}
+	}
+	if !d.ProxiedServers || d.Open == nil || d.Timeout <= 0 || d.HostExclusive != hostExclusive {
+		t.Errorf("%s: proxied %v, open %v, timeout %s, host-exclusive %v", d.Name, d.ProxiedServers, d.Open != nil, d.Timeout, d.HostExclusive)
+	}
+	var schema struct {
+		Properties map[string]struct {
+			Default any `json:"default"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(d.Options, &schema); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []string{"timeout", "maxActions", "appVersion", "computerUseModel"} {
+		if _, ok := schema.Properties[o]; !ok {
+			t.Errorf("%s: no option %s", d.Name, o)
+		}
+	}
+	if want := fmt.Sprintf("%gs", d.Timeout.Seconds()); schema.Properties["timeout"].Default != want {
+		t.Errorf("%s: timeout's default %v, want %s", d.Name, schema.Properties["timeout"].Default, want)
+	}
+	if runtime.GOOS == "linux" {
+		t.Setenv("MST_DESKTOP_OWNED", "")
+		s, err := d.Open(t.Context(), client.OpenParams{Logger: slog.New(slog.DiscardHandler)})
+		if err == nil || !strings.Contains(err.Error(), "MST_DESKTOP_OWNED=1") {
+			t.Errorf("%s: Open on a desktop MST does not own: %v", d.Name, err)
+		}
+		if s != nil {
+			s.Close()
+		}
+	}
 }
