@@ -21,7 +21,7 @@ func TestCheckWithoutOS(t *testing.T) {
 		name, variants, wantErr string
 	}{
 		{"a model of a provider the client does not run", "v: {client: claude-code, model: openai/gpt-4o}", "variants.v.model: client claude-code runs models of anthropic"},
-		{"a client no machine can run in this build", "v: {client: chatgpt, model: openai/gpt-4o}", "no machine can run it in this build"},
+		{"an option the desktop client does not take", "v: {client: chatgpt, model: openai/gpt-4o, clientOptions: {reasoningEffort: high}}", "reasoningEffort"},
 		{"a client that does not exist", "v: {client: nosuch, model: offline}", "nosuch"},
 	}
 	for _, tt := range tests {

@@ -119,7 +119,7 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	rn, err := o.Runner.New(ctx, runner.Params{
 		Options: o.Chosen.Options, Shards: o.Chosen.Shards, Keep: o.Chosen.Keep, Logger: o.Logger,
 		MST: o.MST, MSTVersion: o.MSTVersion, Secrets: o.Secrets, StopGrace: o.StopGrace, Heartbeat: o.Heartbeat,
-		Deadline:  o.MachineDeadline,
+		Deadline: o.MachineDeadline, HostExclusive: p.hostExclusive(o.Clients),
 		InProcess: inProcess(func() store.Run { return st }, o, o.Runner.Name),
 	})
 	if err != nil {
@@ -716,4 +716,18 @@ func connectorTokens(p *Plan, o Options) shard.TokenSource {
 		names[token] = server
 	}
 	return credstore.ShardTokens(&credstore.Tokens{Store: o.Credentials, Eval: p.Config.File, Logger: o.Logger}, names)
+}
+
+// hostExclusive reports whether a client of the plan needs the host its
+// machines run on to itself.
+func (p *Plan) hostExclusive(clients *client.Registry) bool {
+	if clients == nil {
+		return false
+	}
+	for _, s := range p.Settings {
+		if d, err := clients.Lookup(s.Client); err == nil && d.HostExclusive {
+			return true
+		}
+	}
+	return false
 }

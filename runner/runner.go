@@ -136,6 +136,11 @@ type Params struct {
 	// a coordinator that dies leaves nothing behind for long. Zero means
 	// DefaultMachineDeadline.
 	Deadline time.Duration
+	// HostExclusive is true when a client of the run needs the host its
+	// machines run on to itself (client.Definition.HostExclusive: Cowork,
+	// whose VM service listens on a host-wide port). A runner whose
+	// machines share a host runs them one at a time.
+	HostExclusive bool
 	// Heartbeat, when not zero, is how often the workers MachineRunner
 	// starts send heartbeats (`mst collect --heartbeat D`); zero leaves the
 	// worker's default. Tests set it small.

@@ -146,6 +146,9 @@ func newRunnerSetupCmd(stdio Stdio) *cobra.Command {
 		mst     string
 		with    []string
 		verbose bool
+
+		desktop                    bool
+		desktopPackage, desktopApp string
 	)
 	cmd := &cobra.Command{
 		Use:   "setup NAME",
@@ -163,17 +166,40 @@ with Node 22 and the npm MCP servers and CLI clients LIST names (such as
 node,claude-code,codex-cli,gemini-cli,everything), tags it
 mst-worker:<version>-… and prints the --runner-option image=… to run in it.
 
+With --desktop (the same as --with desktop), it builds the desktop worker
+image the desktop clients (cowork, chatgpt, codex-app) run in on Linux: a
+display, a private D-Bus with the accessibility bus, an unlocked keyring, a
+non-root desktop user and owned-desktop mode. The app itself cannot be in a
+public image: --desktop-package PATH.deb installs it in an image of your own
+built on top, and --desktop-app 'COMMAND' is how that image starts it
+(docs/desktop.md).
+
 With --runner-option image=REF, the docker runner builds nothing and checks
 that the image holds a runnable mst.`,
 		Example: `  mst runner setup docker
   mst runner setup docker --mst bin/linux-arm64/mst
   mst runner setup docker --with claude-code,everything
+  mst runner setup docker --desktop --desktop-package claude-desktop.deb --desktop-app claude-desktop
   mst runner setup docker --runner-option image=registry.example/mst-cowork:1.4`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			def, err := builtin.Runners().Lookup(args[0])
 			if err != nil {
 				return withCode(ExitUsage, err)
+			}
+			if desktop {
+				with = append(with, "desktop")
+			}
+			if desktopPackage != "" || desktopApp != "" {
+				if !desktop && !slices.Contains(with, "desktop") {
+					return withCode(ExitUsage, fmt.Errorf("--desktop-package and --desktop-app add an app to the desktop worker image: add --desktop"))
+				}
+				if desktopPackage != "" {
+					options = append(options, "desktopPackage="+desktopPackage)
+				}
+				if desktopApp != "" {
+					options = append(options, "desktopApp="+desktopApp)
+				}
 			}
 			chosen, err := run.ParseRunnerOptions(def, options, nil)
 			if err != nil {
@@ -199,7 +225,10 @@ that the image holds a runnable mst.`,
 	}
 	cmd.Flags().StringArrayVar(&options, "runner-option", nil, "runner setting as key=value (repeat), as mst run takes them")
 	cmd.Flags().StringVar(&mst, "mst", "", "the mst binary to put on the runner's machines (default: this one)")
-	cmd.Flags().StringArrayVar(&with, "with", nil, "docker: build a Debian worker image with these parts, comma-separated (node, claude-code, codex-cli, gemini-cli, everything, filesystem; see docs/docker.md)")
+	cmd.Flags().StringArrayVar(&with, "with", nil, "docker: build a Debian worker image with these parts, comma-separated (python, desktop, node, claude-code, codex-cli, gemini-cli, everything, filesystem; see docs/docker.md)")
+	cmd.Flags().BoolVar(&desktop, "desktop", false, "docker: build the desktop worker image for the desktop clients (the same as --with desktop; docs/desktop.md)")
+	cmd.Flags().StringVar(&desktopPackage, "desktop-package", "", "docker, with --desktop: a .deb of the desktop app to install in an image of your own on top")
+	cmd.Flags().StringVar(&desktopApp, "desktop-app", "", "docker, with --desktop: the command that starts the app in that image (MST_DESKTOP_APP)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log details on stderr")
 	return cmd
 }

@@ -56,7 +56,7 @@ func TestRunnerList(t *testing.T) {
 			continue
 		}
 		found = true
-		if diff := cmp.Diff([]string{"cloudFiles", "image", "mounts", "mst", "network", "workdir"}, slices.Sorted(maps.Keys(r.Options.Properties))); diff != "" {
+		if diff := cmp.Diff([]string{"cloudFiles", "desktopApp", "desktopPackage", "exclusive", "image", "mounts", "mst", "network", "view", "workdir"}, slices.Sorted(maps.Keys(r.Options.Properties))); diff != "" {
 			t.Errorf("docker's options (-want +got):\n%s", diff)
 		}
 		if !r.Setup || !r.Cleanup || r.MaxShards < 2 {

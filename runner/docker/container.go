@@ -43,21 +43,36 @@ func containerName(spec containerSpec) string {
 	return notNameChar.ReplaceAllString(name, "-")
 }
 
-// create starts the shard's container and checks that mst runs in it.
+// create starts the shard's container and checks that mst runs in it;
+// for a desktop image, it waits first until the container's desktop is up.
 func (r *dockerRunner) create(ctx context.Context, spec containerSpec) (runner.Machine, error) {
 	name := containerName(spec)
+	var desktop []string
+	if r.img.desktop {
+		var err error
+		if desktop, err = r.desktopArgs(spec.shard); err != nil {
+			return nil, err
+		}
+	}
 	args := func(name string) []string {
+		// The worker's tokens folder; in a desktop image the worker runs
+		// as the desktop user, who must own it.
+		runMST := "/run/mst:rw,mode=0700"
+		if r.img.desktop {
+			runMST += ",uid=" + desktopUID + ",gid=" + desktopUID
+		}
 		a := []string{"run", "--detach", "--name", name,
 			"--label", LabelRun + "=" + spec.run,
 			"--label", LabelShard + "=" + strconv.Itoa(spec.shard),
 			"--label", LabelVersion + "=" + r.version,
 			"--security-opt", "no-new-privileges",
-			"--tmpfs", "/run/mst:rw,mode=0700",
+			"--tmpfs", runMST,
 			"--tmpfs", "/tmp:rw,mode=1777",
 			// A worker whose client's program is missing says how to get
 			// it into the image.
 			"--env", clientSetupEnv + "=" + clientSetup,
 		}
+		a = append(a, desktop...)
 		if r.set.network != "" {
 			a = append(a, "--network", r.set.network)
 		}
@@ -65,8 +80,13 @@ func (r *dockerRunner) create(ctx context.Context, spec containerSpec) (runner.M
 			a = append(a, "--mount", "type=bind,source="+m+",target="+m+",readonly")
 		}
 		// The container ends by itself at the machine's deadline, so one
-		// a dead coordinator left goes away.
-		return append(a, "--entrypoint", r.set.mst, r.img.id, "runner", "idle", "--deadline", r.params.MachineDeadline().String())
+		// a dead coordinator left goes away. A desktop image's session
+		// script starts the desktop first, then runs the same command.
+		idle := []string{"runner", "idle", "--deadline", r.params.MachineDeadline().String()}
+		if r.img.desktop {
+			return append(append(a, "--entrypoint", desktopSession, r.img.id, r.set.mst), idle...)
+		}
+		return append(append(a, "--entrypoint", r.set.mst, r.img.id), idle...)
 	}
 	_, err := r.cli.Run(ctx, nil, args(name)...)
 	if err != nil && says(err, "already in use") {
@@ -82,6 +102,12 @@ func (r *dockerRunner) create(ctx context.Context, spec containerSpec) (runner.M
 			return nil, fmt.Errorf("starting a container of %s: the image has no mst at %s (%w). %s", r.img.ref, r.set.mst, err, noMSTHelp(r.set.mst, r.version, r.arch))
 		}
 		return nil, fmt.Errorf("starting a container of %s: %w", r.img.ref, err)
+	}
+	if r.img.desktop {
+		if err := r.waitDesktop(ctx, name); err != nil {
+			c.Remove(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("starting a container of %s: %w", r.img.ref, err)
+		}
 	}
 	// The worker's hello would catch another version too, but only after
 	// the bundle is copied; this says at once what is wrong with the image.

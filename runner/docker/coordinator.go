@@ -92,6 +92,11 @@ func createCoordinator(ctx context.Context, p runner.CoordinatorParams, c *clicm
 		endpoint: ep, deadline: p.Deadline, envNames: runner.SetCloudChainVars(),
 		path: withLocalBin(imagePath(ctx, c, img.id)),
 	}
+	if img.desktop {
+		// A desktop image runs as its desktop user, who cannot reach the
+		// Docker socket; the coordinator runs no app, and as root.
+		spec.user = "root"
+	}
 	spec.mounts = append(spec.mounts, cli...)
 	spec.mounts = append(spec.mounts, ep.mounts()...)
 	if set.mounts {
@@ -196,6 +201,8 @@ type coordinatorSpec struct {
 	// path is the container's PATH.
 	path   string
 	mounts []mount
+	// user is who the coordinator runs as, "" for the image's user.
+	user string
 }
 
 func (s coordinatorSpec) deadlineOrDefault() time.Duration {
@@ -222,6 +229,9 @@ func (s coordinatorSpec) args() []string {
 	}
 	if s.set.network != "" {
 		a = append(a, "--network", s.set.network)
+	}
+	if s.user != "" {
+		a = append(a, "--user", s.user)
 	}
 	seen := map[string]bool{}
 	for _, m := range s.mounts {

@@ -80,7 +80,12 @@ func TestCoordinatorArgs(t *testing.T) {
 				{"--env", "DOCKER_HOST=unix:///run/d.sock", "--env", "PATH=/usr/local/bin:/usr/bin:/bin"},
 				{"--entrypoint", "/mst", "sha256:abc", "runner", "idle", "--deadline", runner.DefaultCoordinatorDeadline.String()},
 			},
-			never: []string{"--network"},
+			never: []string{"--network", "--user"},
+		},
+		{
+			name: "a desktop image's coordinator runs as root, who reaches the socket",
+			edit: func(s *coordinatorSpec) { s.user = "root" },
+			want: [][]string{{"--user", "root"}},
 		},
 		{
 			name: "deadline, network and another mst",

@@ -11,7 +11,9 @@
 // With --with (SetupParams.With) it builds instead a worker image with a
 // userland from the Dockerfiles in images/: Debian slim with mst, and Node
 // 22 with the npm servers and CLIs named, installed by npm on the machine
-// that runs setup (userland.go).
+// that runs setup (userland.go); with desktop, a desktop for desktop
+// clients on the Python image, and with the desktopPackage option an app's
+// image on that (desktopimage.go).
 // With --runner-option image=REF a run uses an image of its own instead:
 // any Linux image, labelled or not, that holds the same MST version (at
 // /mst, or where the mst option says).
@@ -34,6 +36,14 @@
 //     carrying mst.shard/v1;
 //  4. each transcript is copied back as the worker reports it;
 //  5. docker rm -f removes the container, unless keep says to keep it.
+//
+// A container of a desktop image (labelled mst.desktop, desktop.go) runs
+// `runner idle` through the image's mst-desktop-session, which starts the
+// desktop first, with more shared memory, /run/mst owned by the desktop
+// user and, with the view option, a live view on this machine's loopback;
+// step 1 waits until its desktop is up. With the exclusive option, one
+// shard's container lives at a time: a shard waits for its turn before
+// step 1 and hands it on after step 5.
 //
 // Close has nothing to release. Leftovers lists the containers carrying an
 // mst.run label (kept, or orphaned by a coordinator that died) and the

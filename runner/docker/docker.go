@@ -26,6 +26,16 @@ const (
 	// OptionCloudFiles mounts the cloud credential files of this
 	// machine into the containers, for workers that write to a bucket.
 	OptionCloudFiles = "cloudFiles"
+	// OptionView publishes the live view of a desktop image's display
+	// (VNC, view only) on this machine's loopback (desktop.go).
+	OptionView = "view"
+	// OptionExclusive runs one container at a time (desktop.go).
+	OptionExclusive = "exclusive"
+	// OptionDesktopPackage and OptionDesktopApp are setup's: a Debian
+	// package of a desktop app to install in an image FROM the desktop
+	// image, and the command line that starts it (MST_DESKTOP_APP).
+	OptionDesktopPackage = "desktopPackage"
+	OptionDesktopApp     = "desktopApp"
 )
 
 // Defaults of the options.
@@ -56,7 +66,11 @@ const optionsSchema = `{"type":"object","additionalProperties":false,"properties
   "workdir": {"type":"string","description":"Folder in the container for the bundle and the transcripts; the worker's user must be able to write it.","default":"/work"},
   "network": {"type":"string","description":"Docker network of the containers: host reaches servers on this machine's localhost, none cuts every connection.","x-defaultDescription":"the Docker daemon's default"},
   "mounts": {"type":"boolean","description":"Bind-mount the folders of stdio servers given by absolute path, read-only at the same path; turn off for a remote Docker host.","default":true},
-  "cloudFiles": {"type":"boolean","description":"With the run in a bucket: bind-mount, read-only at the same path, the credential files this machine's cloud chains name (AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG_FILE, GOOGLE_APPLICATION_CREDENTIALS, AWS_WEB_IDENTITY_TOKEN_FILE), so the workers write to the bucket as you do. The servers and clients in the container can read those files too.","default":false}
+  "cloudFiles": {"type":"boolean","description":"With the run in a bucket: bind-mount, read-only at the same path, the credential files this machine's cloud chains name (AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG_FILE, GOOGLE_APPLICATION_CREDENTIALS, AWS_WEB_IDENTITY_TOKEN_FILE), so the workers write to the bucket as you do. The servers and clients in the container can read those files too.","default":false},
+  "view": {"type":"string","description":"With a desktop image: serve each container's display as a view-only VNC without a password at this loopback address, 127.0.0.1:PORT (or PORT), shard i at PORT+i (every shard at PORT when containers run one at a time).","x-defaultDescription":"no live view"},
+  "exclusive": {"type":"boolean","description":"Run one container at a time on the Docker host, as for clients that need the host to themselves (Cowork).","default":false},
+  "desktopPackage": {"type":"string","description":"mst runner setup docker only: a desktop app's Debian package (PATH.deb) to install in an image FROM the desktop image; needs desktopApp."},
+  "desktopApp": {"type":"string","description":"mst runner setup docker only: the shell command line that starts the app of desktopPackage (MST_DESKTOP_APP in the image)."}
 }}`
 
 // Definition is the docker runner, for the built-in registry.
@@ -89,6 +103,13 @@ type settings struct {
 	mounts  bool
 	// cloudFiles is OptionCloudFiles.
 	cloudFiles bool
+	// view is OptionView: where this machine serves the live view of a
+	// desktop container, nil for none.
+	view *viewAddr
+	// exclusive is OptionExclusive.
+	exclusive bool
+	// desktopPackage and desktopApp are setup's options.
+	desktopPackage, desktopApp string
 }
 
 func parseSettings(options map[string]string) (settings, error) {
@@ -117,6 +138,24 @@ func parseSettings(options map[string]string) (settings, error) {
 		}
 		s.cloudFiles = b
 	}
+	if v, ok := options[OptionExclusive]; ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return s, fmt.Errorf("docker runner: --runner-option exclusive=%s: exclusive is true or false", v)
+		}
+		s.exclusive = b
+	}
+	if v := options[OptionView]; v != "" {
+		view, err := parseView(v)
+		if err != nil {
+			return s, err
+		}
+		if s.network == "none" {
+			return s, fmt.Errorf("docker runner: --runner-option view=%s needs a network, and network=none has none: leave out one or the other", v)
+		}
+		s.view = &view
+	}
+	s.desktopPackage, s.desktopApp = options[OptionDesktopPackage], options[OptionDesktopApp]
 	return s, nil
 }
 
@@ -147,6 +186,9 @@ func New(ctx context.Context, p runner.Params) (runner.Runner, error) {
 	set, err := parseSettings(p.Options)
 	if err != nil {
 		return nil, err
+	}
+	if set.desktopPackage != "" || set.desktopApp != "" {
+		return nil, fmt.Errorf("docker runner: --runner-option %s and %s are for `mst runner setup docker`, which builds an image with the app: run in that image with the --runner-option image=REF setup printed", OptionDesktopPackage, OptionDesktopApp)
 	}
 	logger := p.Logger
 	if logger == nil {
@@ -179,7 +221,17 @@ func New(ctx context.Context, p runner.Params) (runner.Runner, error) {
 			return nil, err
 		}
 	}
+	if set.view != nil && !img.desktop {
+		return nil, fmt.Errorf("docker runner: --runner-option view=%s shows the display of a desktop image, and %s is none (it has no %s label): "+
+			"build one with `mst runner setup docker --with desktop` (docs/desktop.md), or leave out view", set.view, img.ref, LabelDesktop)
+	}
 	r := &dockerRunner{cli: c, set: set, img: img, version: version, arch: arch, params: p, logger: logger}
+	if set.exclusive || p.HostExclusive {
+		r.gate = newHostGate()
+		if p.Shards > 1 {
+			logger.Info("the shards' containers run one at a time on the Docker host (exclusive)", "shards", p.Shards)
+		}
+	}
 	return r, nil
 }
 
@@ -193,6 +245,9 @@ type dockerRunner struct {
 	arch   string
 	params runner.Params
 	logger *slog.Logger
+	// gate, when not nil, lets one shard's container live at a time
+	// (exclusive).
+	gate *hostGate
 }
 
 // RunShard runs one shard in a new container, named and labelled with the
@@ -220,11 +275,23 @@ func (r *dockerRunner) RunShard(ctx context.Context, s runner.Shard) (runner.Sha
 		spec.shard = i
 		return r.create(ctx, spec)
 	}
+	// With the host to one container at a time, the shard waits for its
+	// turn before its container is created, and hands the turn on once
+	// the container is removed (or kept).
+	release, err := r.gate.acquire(ctx)
+	if err != nil {
+		return runner.ShardReport{}, fmt.Errorf("shard %d: waiting for its turn on the Docker host (exclusive): %w", s.Index, err)
+	}
+	defer release()
 	rep, err := runner.MachineRunner(create, r.params).RunShard(ctx, s)
 	if err != nil && strings.Contains(err.Error(), "readiness check failed") {
+		user := ""
+		if r.img.desktop {
+			user = "; in a desktop image servers run as its desktop user, uid " + desktopUID + ", who must be let into a mounted command's folders"
+		}
 		err = fmt.Errorf("%w\n(with the docker runner, servers run inside the container: a stdio server's command must be in the image, "+
 			"or a static binary given by absolute path on this machine (mounted read-only); a server URL must be reachable from the container, "+
-			"and localhost there is the container itself unless --runner-option network=host)", err)
+			"and localhost there is the container itself unless --runner-option network=host%s)", err, user)
 	}
 	return rep, err
 }

@@ -13,6 +13,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/mst-eval/mst/runner"
@@ -34,6 +36,8 @@ type image struct {
 	digest string
 	// binary is the image's LabelBinary, "" when it has none.
 	binary string
+	// desktop is true for a desktop image (LabelDesktop, desktop.go).
+	desktop bool
 }
 
 // String is what run.json records: the image's name pinned by digest,
@@ -73,6 +77,7 @@ func parseInspect(ref string, out []byte) (image, error) {
 	img := image{ref: ref, id: in.ID, digest: repoDigest(ref, in.RepoDigests)}
 	if in.Config != nil {
 		img.binary = in.Config.Labels[LabelBinary]
+		img.desktop, _ = strconv.ParseBool(in.Config.Labels[LabelDesktop])
 	}
 	return img, nil
 }
@@ -217,9 +222,16 @@ func Setup(ctx context.Context, p runner.SetupParams) error {
 	if err != nil {
 		return err
 	}
+	with := p.With
+	if set.desktopPackage != "" || set.desktopApp != "" {
+		if err := validateDesktopApp(set); err != nil {
+			return err
+		}
+		with = append(slices.Clone(with), "desktop")
+	}
 	var parts []Userland
-	if len(p.With) > 0 {
-		if parts, err = parseWith(p.With); err != nil {
+	if len(with) > 0 {
+		if parts, err = parseWith(with); err != nil {
 			return err
 		}
 		if set.image != "" {
@@ -264,7 +276,7 @@ func Setup(ctx context.Context, p runner.SetupParams) error {
 		return err
 	}
 	if parts != nil {
-		return setupUserland(ctx, c, p, parts, arch, sum, set.network, out, logger)
+		return setupUserland(ctx, c, p, parts, arch, sum, set, out, logger)
 	}
 	dir, err := os.MkdirTemp("", "mst-worker-image-")
 	if err != nil {

@@ -27,9 +27,10 @@ import (
 // machine that runs setup, into the build context, so the Debian and Node
 // builds need no network: only the Debian base image on the Docker host.
 // The Python image installs Debian's python3 with apt, so its build needs
-// a Debian mirror (the network option is the build's network).
+// a Debian mirror (the network option is the build's network), and so does
+// the desktop image on top of it (desktop.go, Dockerfile.desktop).
 
-//go:embed images/Dockerfile.debian images/Dockerfile.python images/Dockerfile.node
+//go:embed images/Dockerfile.debian images/Dockerfile.python images/Dockerfile.node images/Dockerfile.desktop images/Dockerfile.desktop-app images/desktop
 var userlandFiles embed.FS
 
 // DebianBase is the public image the Debian worker image starts FROM: the
@@ -47,6 +48,9 @@ type Userland struct {
 	NPM string
 	// Commands are the programs it puts on the image's PATH.
 	Commands []string
+	// Needs is the part it is built on, which --with then adds ("" for
+	// none besides debian; every npm package needs node).
+	Needs string
 }
 
 // Userlands are the names --with takes, in the order they appear in an
@@ -60,6 +64,10 @@ var Userlands = []Userland{
 	{Name: "gemini-cli", NPM: "@google/gemini-cli@0.61.0", Commands: []string{"gemini"}},
 	{Name: "everything", NPM: "@modelcontextprotocol/server-everything@2026.8.31", Commands: []string{"mcp-server-everything"}},
 	{Name: "filesystem", NPM: "@modelcontextprotocol/server-filesystem@2026.8.31", Commands: []string{"mcp-server-filesystem"}},
+	// The desktop image is built on the Python image, before Node, so
+	// images with other npm packages share it; its name comes last in
+	// the tag all the same.
+	{Name: "desktop", Needs: "python", Commands: []string{"Xvfb", "dbus-daemon", "gdbus", "gnome-keyring-daemon", "x11vnc", "mst-desktop-session", "mst-desktop-restart"}},
 }
 
 // clientSetupEnv is the variable that tells a worker how a client's
@@ -105,6 +113,9 @@ func parseWith(values []string) ([]Userland, error) {
 			want[name] = true
 			if Userlands[i].NPM != "" {
 				want["node"] = true
+			}
+			if n := Userlands[i].Needs; n != "" {
+				want[n] = true
 			}
 		}
 	}
@@ -174,12 +185,16 @@ func npmSpecs(parts []Userland, cpu string) []string {
 
 // setupUserland builds the images of `--with`: the Debian worker image
 // (tagged <default image>-debian), the Python image on top of it when
-// parts holds python (tagged <default image>-python), and the Node image
-// on top of the last when parts holds node. sum is the mst binary's
-// SHA-256, for LabelBinary; network is the network option, which the
-// Python image's build uses to reach a Debian mirror.
-func setupUserland(ctx context.Context, c *clicmd.CLI, p runner.SetupParams, parts []Userland, arch, sum, network string, out io.Writer, logger *slog.Logger) error {
-	node, python := hasPart(parts, "node"), hasPart(parts, "python")
+// parts holds python (tagged <default image>-python), the desktop image on
+// top of that when parts holds desktop (<default image>-python-desktop),
+// and the Node image on top of the last when parts holds node; then, with
+// the desktopPackage option, the image of the desktop app on top of all.
+// sum is the mst binary's SHA-256, for LabelBinary; the network option is
+// the network the Python and desktop images' builds reach a Debian mirror
+// on.
+func setupUserland(ctx context.Context, c *clicmd.CLI, p runner.SetupParams, parts []Userland, arch, sum string, set settings, out io.Writer, logger *slog.Logger) error {
+	network := set.network
+	node, python, desktop := hasPart(parts, "node"), hasPart(parts, "python"), hasPart(parts, "desktop")
 	var npm, cpu string
 	if node {
 		var err error
@@ -219,8 +234,18 @@ func setupUserland(ctx context.Context, c *clicmd.CLI, p runner.SetupParams, par
 	}
 	ref, final := debian, id
 	if python {
-		ref = userlandImage(version, parts[:2])
+		ref = userlandImage(version, partsNamed(parts, "debian", "python"))
 		if final, err = buildPython(ctx, c, debian, sum, network, out); err != nil {
+			return err
+		}
+		if err := retag(ctx, c, final, ref, logger); err != nil {
+			return err
+		}
+	}
+	if desktop {
+		base := ref
+		ref = userlandImage(version, partsNamed(parts, "debian", "python", "desktop"))
+		if final, err = buildDesktop(ctx, c, base, sum, network, out); err != nil {
 			return err
 		}
 		if err := retag(ctx, c, final, ref, logger); err != nil {
@@ -240,6 +265,20 @@ func setupUserland(ctx context.Context, c *clicmd.CLI, p runner.SetupParams, par
 	about, err := checkUserland(ctx, c, final, parts)
 	if err != nil {
 		return fmt.Errorf("docker runner: the image %s: %w", ref, err)
+	}
+	if set.desktopPackage != "" {
+		fmt.Fprintf(out, "built %s (%s) with mst %s%s\n", ref, shortID(final), version, about)
+		base := ref
+		ref = desktopAppImage(ref, set.desktopPackage)
+		if final, err = buildDesktopApp(ctx, c, base, set, out); err != nil {
+			return err
+		}
+		if err := retag(ctx, c, final, ref, logger); err != nil {
+			return err
+		}
+		if about, err = checkDesktopAppImage(ctx, c, final, set.desktopApp); err != nil {
+			return fmt.Errorf("docker runner: the image %s: %w", ref, err)
+		}
 	}
 	fmt.Fprintf(out, "built %s (%s) with mst %s%s\n", ref, shortID(final), version, about)
 	fmt.Fprintf(out, "run in it with: mst run EVAL --runner docker --runner-option image=%s\n", ref)
@@ -272,28 +311,53 @@ func hasPart(parts []Userland, name string) bool {
 	return slices.ContainsFunc(parts, func(u Userland) bool { return u.Name == name })
 }
 
+// partsNamed is the parts of parts that names names, in parts' order:
+// those of an image built on the way.
+func partsNamed(parts []Userland, names ...string) []Userland {
+	var out []Userland
+	for _, u := range parts {
+		if slices.Contains(names, u.Name) {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
 // buildPython builds the Python image on top of the image base, with the
 // network network ("" for Docker's default), and returns its id.
 func buildPython(ctx context.Context, c *clicmd.CLI, base, sum, network string, out io.Writer) (string, error) {
-	dir, err := os.MkdirTemp("", "mst-worker-python-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(dir)
-	if err := copyEmbedded("images/Dockerfile.python", filepath.Join(dir, "Dockerfile")); err != nil {
-		return "", err
-	}
 	fmt.Fprintf(out, "building the Python worker image on %s with Debian's python3 (apt needs a Debian mirror)\n", base)
-	args := []string{"--build-arg", "BASE=" + base, "--label", LabelBinary + "=" + sum}
-	if network != "" {
-		args = append(args, "--network", network)
-	}
-	id, err := build(ctx, c, dir, args...)
+	id, err := buildOn(ctx, c, "images/Dockerfile.python", base, network, nil, "--label", LabelBinary+"="+sum)
 	if err != nil {
 		return "", fmt.Errorf("docker runner: building the Python worker image, which installs python3 from Debian's packages with apt: %w. "+
 			"Its build needs a Debian mirror: if the Docker host's builds cannot reach one on Docker's default network, pass the network they can with --runner-option %s=NAME (such as host)", err, OptionNetwork)
 	}
 	return id, nil
+}
+
+// buildOn builds the image of the embedded Dockerfile dockerfile on top of
+// the image base, with the network network ("" for Docker's default) and
+// the extra docker build arguments, and returns its id. fill, when not
+// nil, adds the rest of the build context to the folder it is given.
+func buildOn(ctx context.Context, c *clicmd.CLI, dockerfile, base, network string, fill func(dir string) error, extra ...string) (string, error) {
+	dir, err := os.MkdirTemp("", "mst-worker-build-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	if err := copyEmbedded(dockerfile, filepath.Join(dir, "Dockerfile")); err != nil {
+		return "", err
+	}
+	if fill != nil {
+		if err := fill(dir); err != nil {
+			return "", err
+		}
+	}
+	args := append([]string{"--build-arg", "BASE=" + base}, extra...)
+	if network != "" {
+		args = append(args, "--network", network)
+	}
+	return build(ctx, c, dir, args...)
 }
 
 // buildNode installs the npm packages of parts into a build context and
@@ -339,14 +403,25 @@ func checkUserland(ctx context.Context, c *clicmd.CLI, id string, parts []Userla
 	}
 	// One line each: Node's version, then Python's (with venv, which
 	// makes a virtual environment for a server's packages).
-	node, python := hasPart(parts, "node"), hasPart(parts, "python")
+	node, python, desktop := hasPart(parts, "node"), hasPart(parts, "python"), hasPart(parts, "desktop")
 	if node {
 		script.WriteString("; node --version")
+	}
+	if desktop {
+		// GTK 3 for Python, for stand-in apps and checks.
+		script.WriteString(`; python3 -c 'import gi; gi.require_version("Gtk", "3.0")'`)
 	}
 	if python {
 		script.WriteString("; python3 -c 'import ensurepip, venv, platform; print(platform.python_version())'")
 	}
-	got, err := c.Run(ctx, nil, "run", "--rm", "--network", "none", "--entrypoint", "/bin/sh", id, "-c", script.String())
+	run := []string{"run", "--rm", "--network", "none", "--entrypoint", "/bin/sh", id, "-c", script.String()}
+	if desktop {
+		// The checks run on the desktop, as the runner starts it: the
+		// session script comes up (or says why not), then runs them.
+		run = []string{"run", "--rm", "--network", "none", "--tmpfs", "/tmp:rw,mode=1777", "--security-opt", "no-new-privileges",
+			"--entrypoint", desktopSession, id, "/bin/sh", "-c", script.String()}
+	}
+	got, err := c.Run(ctx, nil, run...)
 	if err != nil {
 		return "", err
 	}
@@ -363,6 +438,9 @@ func checkUserland(ctx context.Context, c *clicmd.CLI, id string, parts []Userla
 			return "", fmt.Errorf("its python3 printed %q, want a Python 3 version", v)
 		}
 		about = append(about, "python "+lines[len(lines)-1])
+	}
+	if desktop {
+		about = append(about, "a desktop (Xvfb, D-Bus, keyring, AT-SPI) that comes up")
 	}
 	for _, u := range parts {
 		if u.NPM != "" && u.Name != "node" {

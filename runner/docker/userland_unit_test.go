@@ -35,6 +35,8 @@ func TestParseWith(t *testing.T) {
 		{[]string{"claude"}, "", ""},
 		{[]string{"python"}, "debian python", "mst-worker:1.2.3-python"},
 		{[]string{"claude-code,python"}, "debian python node claude-code", "mst-worker:1.2.3-python-node-claude-code"},
+		{[]string{"desktop"}, "debian python desktop", "mst-worker:1.2.3-python-desktop"},
+		{[]string{"Desktop,everything", "python"}, "debian python node everything desktop", "mst-worker:1.2.3-python-node-everything-desktop"},
 		{[]string{"node", "ruby"}, "", ""},
 		{[]string{"@anthropic-ai/claude-code"}, "", ""},
 		{[]string{"node;claude-code"}, "", ""},
@@ -123,7 +125,7 @@ func TestNPMSpecs(t *testing.T) {
 // get the general advice.
 func TestUserlandMismatch(t *testing.T) {
 	t.Parallel()
-	for _, with := range []string{"debian", "node", "claude-code", "everything,codex-cli", "node,claude-code,codex-cli,gemini-cli,everything,filesystem", "python", "python,everything"} {
+	for _, with := range []string{"debian", "node", "claude-code", "everything,codex-cli", "node,claude-code,codex-cli,gemini-cli,everything,filesystem", "python", "python,everything", "desktop", "desktop,claude-code"} {
 		parts := mustParseWith([]string{with})
 		old := userlandImage("1.0.0-rc.1", parts)
 		msg := mismatch(old, "/mst", "1.0.0-rc.1", "1.2.0", "amd64")
