@@ -425,7 +425,7 @@ func (d *linuxDriver) reset(ctx context.Context) error {
 		return err
 	}
 	d.s.p.Logger.Info("restarting the desktop app for a reset", "app", d.prof.App, "why", err.Error())
-	if err := restart(ctx); err != nil {
+	if err := restart(ctx, d.s.p.Env); err != nil {
 		return err
 	}
 	rctx, cancel := context.WithTimeout(ctx, time.Duration(d.prof.readyTimeout())*time.Second)

@@ -126,8 +126,9 @@ func restoreSettings(path string) error {
 // returns; MST waits for the app's window itself.
 const restartTimeout = 2 * time.Minute
 
-// restart runs RestartEnv's command.
-func restart(ctx context.Context) error {
+// restart runs RestartEnv's command, with env (the keys the plan hands
+// the client) added to MST's environment: the app it starts gets them.
+func restart(ctx context.Context, env map[string]string) error {
 	line := os.Getenv(RestartEnv)
 	if strings.TrimSpace(line) == "" {
 		return fmt.Errorf("%s is not set: in owned-desktop mode MST restarts the app after writing its settings with that command (the desktop worker image sets it)", RestartEnv)
@@ -135,6 +136,10 @@ func restart(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, restartTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, "/bin/sh", "-c", line)
+	cmd.Env = os.Environ()
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
 	out := tailbuf.New(4096)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = 5 * time.Second

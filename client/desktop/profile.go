@@ -74,11 +74,22 @@ type Profile struct {
 	ReadySeconds int `json:"readySeconds,omitempty"`
 }
 
-// LoadProfile returns builtin, or the profile in the file ProfileEnv names
-// (fields it leaves out keep builtin's values), checked.
-func LoadProfile(builtin Profile) (Profile, error) {
+// ProfileDir holds a machine's profiles, one per client (cowork.json): a
+// desktop image that adds an app puts its profile there.
+const ProfileDir = "/etc/mst/desktop"
+
+// LoadProfile returns the client's profile: the file ProfileEnv names, or
+// else ProfileDir/CLIENT.json when it exists, over builtin (fields a file
+// leaves out keep builtin's values), checked.
+func LoadProfile(clientName string, builtin Profile) (Profile, error) {
 	p := builtin
-	if path := os.Getenv(ProfileEnv); path != "" {
+	path := os.Getenv(ProfileEnv)
+	if path == "" {
+		if f := filepath.Join(ProfileDir, clientName+".json"); fileExists(f) {
+			path = f
+		}
+	}
+	if path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return Profile{}, fmt.Errorf("reading the desktop profile %s names: %w", ProfileEnv, err)
@@ -93,6 +104,11 @@ func LoadProfile(builtin Profile) (Profile, error) {
 		return Profile{}, err
 	}
 	return p, nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 func (p Profile) check() error {

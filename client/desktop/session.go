@@ -141,7 +141,7 @@ func openLinux(ctx context.Context, app App, p client.OpenParams, opts options) 
 		return nil, fmt.Errorf("%s on Linux needs an owned desktop (%s=1): MST writes %s's managed settings for each variant and restarts it, which it does only on a machine made for it. "+
 			"Run the eval in the desktop worker image (`mst runner setup docker --desktop`, see docs/desktop.md)", app.Client, OwnedEnv, app.Product)
 	}
-	prof, err := LoadProfile(app.Linux)
+	prof, err := LoadProfile(app.Client, app.Linux)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", app.Client, err)
 	}
@@ -296,7 +296,7 @@ func (s *Session) prepare(ctx context.Context) error {
 	if err := writeSettings(s.prof.SettingsPath, data); err != nil {
 		return err
 	}
-	if err := restart(ctx); err != nil {
+	if err := restart(ctx, s.p.Env); err != nil {
 		return err
 	}
 	rctx, cancel := context.WithTimeout(ctx, time.Duration(s.prof.readyTimeout())*time.Second)
@@ -420,7 +420,7 @@ func Define(app App, d *client.Definition) *client.Definition {
 		if runtime.GOOS != "linux" {
 			return ""
 		}
-		prof, err := LoadProfile(app.Linux)
+		prof, err := LoadProfile(app.Client, app.Linux)
 		if err != nil {
 			return ""
 		}

@@ -7,9 +7,12 @@ package standin
 
 import (
 	_ "embed"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
 // App is app.py, the stand-in, to run with Debian's /usr/bin/python3.
@@ -63,4 +66,50 @@ func writeFile(path string, data []byte, mode os.FileMode) error {
 		return fmt.Errorf("standin: writing %s: %w", path, err)
 	}
 	return nil
+}
+
+// AppPath and ProfilePath are where Package installs the app and its
+// profile (as cowork's: MST reads /etc/mst/desktop/CLIENT.json).
+const (
+	AppPath     = "/opt/mst-standin/app.py"
+	ProfilePath = "/etc/mst/desktop/cowork.json"
+	// Command starts the installed app (a desktop image's MST_DESKTOP_APP).
+	Command = "/usr/bin/python3 " + AppPath
+)
+
+// Package builds a Debian package of the stand-in in dir with dpkg-deb,
+// the way a desktop app is added to the desktop worker image: the app at
+// AppPath, and its profile at ProfilePath with the installed paths. It
+// returns the package's path.
+func Package(dir string) (string, error) {
+	if _, err := exec.LookPath("dpkg-deb"); err != nil {
+		return "", fmt.Errorf("standin: dpkg-deb builds the stand-in's package (Debian: apt-get install dpkg): %w", err)
+	}
+	var prof map[string]any
+	if err := json.Unmarshal(Profile, &prof); err != nil {
+		return "", fmt.Errorf("standin: profile.json: %w", err)
+	}
+	prof["versionCommand"] = []string{"/usr/bin/python3", AppPath, "--version"}
+	profile, _ := json.MarshalIndent(prof, "", "  ")
+	root := filepath.Join(dir, "root")
+	files := map[string][]byte{
+		"DEBIAN/control": []byte("Package: mst-standin\nVersion: 1.0.0\nArchitecture: all\nMaintainer: MST <mst@example.invalid>\n" +
+			"Depends: python3, python3-gi, gir1.2-gtk-3.0\nDescription: stand-in desktop chat app for MST's tests\n"),
+		strings.TrimPrefix(AppPath, "/"):     App,
+		strings.TrimPrefix(ProfilePath, "/"): profile,
+	}
+	for name, data := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return "", fmt.Errorf("standin: %w", err)
+		}
+		if err := os.WriteFile(p, data, 0o755); err != nil {
+			return "", fmt.Errorf("standin: %w", err)
+		}
+	}
+	deb := filepath.Join(dir, "mst-standin_1.0.0_all.deb")
+	if out, err := exec.Command("dpkg-deb", "--root-owner-group", "--build", root, deb).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("standin: dpkg-deb --build: %v: %s", err, out)
+	}
+	return deb, nil
 }

@@ -1,0 +1,136 @@
+package cli_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mst-eval/mst/client/desktop/standin"
+	"github.com/mst-eval/mst/internal/testneed"
+	"github.com/mst-eval/mst/provider/providertest"
+	"github.com/mst-eval/mst/store"
+	"github.com/mst-eval/mst/transcript"
+)
+
+// TestDockerDesktop runs an eval with two cowork variants in the desktop
+// worker image, the way a user runs Claude Desktop: the app (here the
+// stand-in, from a Debian package) added with `mst runner setup docker
+// --desktop --desktop-package … --desktop-app …`, two docker shards that
+// run one at a time (cowork needs its Docker host to itself), owned-desktop
+// mode writing each variant's managed settings, a variant that renames and
+// redescribes a tool through MST's proxy, and every transcript graded.
+func TestDockerDesktop(t *testing.T) {
+	t.Parallel()
+	tools := dockerTools(t)
+	debianBase(t)
+	mst := toolsMST(tools)
+	deb, err := standin.Package(t.TempDir())
+	if err != nil {
+		testneed.Missing(t, err.Error())
+	}
+	start := time.Now()
+	out, err := mst("runner", "setup", "docker", "--desktop", "--desktop-package", deb, "--desktop-app", standin.Command, "--runner-option", "network=host")
+	t.Logf("mst runner setup docker --desktop: %s\n%s", time.Since(start).Round(time.Second), out)
+	m := regexp.MustCompile(`--runner-option image=(\S+)`).FindAllStringSubmatch(out, -1)
+	if err != nil || len(m) == 0 {
+		t.Fatalf("mst runner setup docker --desktop: %v\n%s\nwant it to print the image to run in", err, out)
+	}
+	image := m[len(m)-1][1]
+
+	desc := "Shout the given text back, loudly."
+	// MST's offline model plays the model: it picks the offered tool whose
+	// name and description share the most words with the prompt, so each
+	// variant's own tool list decides what it calls.
+	fake := providertest.New(t, providertest.Script{Offline: true})
+	dir := t.TempDir()
+	write := func(name, data string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The app reads the provider's address and key from the environment
+	// MST gives it (the client's keys): the fake provider on this
+	// machine's loopback, which network=host lets the containers reach.
+	write("secrets.env", "ANTHROPIC_API_KEY=sk-dummy-desktop\nANTHROPIC_BASE_URL="+fake.URL+"\n")
+	var cases strings.Builder
+	for _, id := range []string{"a", "b", "c"} {
+		fmt.Fprintf(&cases, `{"id": %q, "input": "Please echo the text 'hello from the desktop ✓ %s' back", "expect": [{"toolCalled": {"tool": "echo", "server": "test"}}, {"answerContains": "hello from the desktop"}]}`+"\n", id, id)
+	}
+	write("cases.jsonl", cases.String())
+	// The shout variant offers echo as "shout" with its own description.
+	write("eval.yaml", `name: desktop
+datasets: [cases.jsonl]
+servers:
+  test: {command: `+strconv.Quote(filepath.Join(tools, "mcp-testserver"))+`}
+variants:
+  plain:
+    client: cowork
+    model: anthropic/claude-test
+    clientOptions: {timeout: 120s}
+  shout:
+    client: cowork
+    model: anthropic/claude-test
+    clientOptions: {timeout: 120s}
+    tools:
+      test:
+        echo: {name: shout, description: `+strconv.Quote(desc)+`}
+`)
+	results := filepath.Join(dir, "results")
+	start = time.Now()
+	out, err = mst("run", filepath.Join(dir, "eval.yaml"), "--results", results, "--secrets-file", filepath.Join(dir, "secrets.env"),
+		"--runner", "docker", "--runner-option", "image="+image, "--runner-option", "network=host", "--runner-option", "shards=2")
+	t.Logf("mst run: %s\n%s", time.Since(start).Round(time.Second), out)
+	if err != nil {
+		t.Fatalf("mst run in %s: %v", image, err)
+	}
+	runs, _ := filepath.Glob(filepath.Join(results, "*", "runs", "*"))
+	if len(runs) != 1 {
+		t.Fatalf("run folders %v, want one", runs)
+	}
+	st, err := store.OpenRunDir(runs[0], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	st.Transcripts(t.Context(), func(tr *transcript.Transcript) error {
+		seen[tr.Variant]++
+		app, _ := tr.ClientTelemetry["clientApp"].(map[string]any)
+		if tr.Outcome.Status != transcript.Answered || !strings.Contains(tr.Answer, "hello from the desktop ✓") ||
+			len(tr.ToolCalls) != 1 || tr.ToolCalls[0].Server != "test" || tr.ToolCalls[0].Tool != "echo" || tr.ToolCalls[0].Evidence != transcript.EvidenceServer || len(tr.Discrepancies) > 0 ||
+			tr.Client.Name != "cowork" || tr.Client.Version != "1.0.0" || app["version"] != "1.0.0" || tr.Environment.OS != "linux" || tr.Environment.Runner != "docker" {
+			t.Errorf("%s/%s: outcome %+v, answer %q, client %+v, app %v, environment %+v, calls %+v", tr.Case, tr.Variant, tr.Outcome, tr.Answer, tr.Client, app, tr.Environment, tr.ToolCalls)
+		}
+		if tr.Variant == "shout" && tr.ToolCalls[0].OfferedAs != "shout" {
+			t.Errorf("%s/shout: the call was offered as %q, want shout", tr.Case, tr.ToolCalls[0].OfferedAs)
+		}
+		return nil
+	})
+	if seen["plain"] != 3 || seen["shout"] != 3 {
+		t.Errorf("transcripts per variant: %v, want 3 each", seen)
+	}
+	// The model saw each variant's tools as the variant offers them.
+	var shouted bool
+	for _, r := range fake.Requests() {
+		body := string(r.Body)
+		if strings.Contains(body, desc) {
+			shouted = true
+			if strings.Contains(body, `"name":"echo"`) {
+				t.Errorf("a request offers both echo and its renamed form:\n%s", body)
+			}
+		}
+	}
+	if !shouted {
+		t.Error("no request offered the shout variant's tool")
+	}
+	if !regexp.MustCompile(`(?m)^Outcomes +6 answered$`).MatchString(out) {
+		t.Errorf("mst run's summary does not say 6 answered:\n%s", out)
+	}
+	if !strings.Contains(out, "100.0%") {
+		t.Errorf("mst run's report does not show every graded trial passing:\n%s", out)
+	}
+}
