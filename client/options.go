@@ -308,6 +308,7 @@ func DescribeOptions(schema json.RawMessage) ([]Option, error) {
 func SharedOptionNames() []string {
 	return []string{OptionTimeout, OptionMaxActions, OptionReasoningEffort, OptionAppVersion}
 }
+
 // DesktopOptions is the options schema of a desktop app client: the shared
 // timeout (with the app's default), maxActions over UI actions, appVersion,
 // and the Computer Use planner model used on macOS.
