@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mst-eval/mst/client"
+	"github.com/mst-eval/mst/internal/msgblocks"
 	"github.com/mst-eval/mst/servers"
 	"github.com/mst-eval/mst/transcript"
 )
@@ -29,10 +30,10 @@ type streamLine struct {
 
 	// assistant, user
 	Message *struct {
-		ID      string         `json:"id"`
-		Role    string         `json:"role"`
-		Content contentBlocks  `json:"content"`
-		Usage   map[string]any `json:"usage"`
+		ID      string            `json:"id"`
+		Role    string            `json:"role"`
+		Content msgblocks.Content `json:"content"`
+		Usage   map[string]any    `json:"usage"`
 	} `json:"message"`
 	ParentToolUseID *string `json:"parent_tool_use_id"`
 	ToolUseMeta     []struct {
@@ -58,61 +59,6 @@ type streamLine struct {
 		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
 	} `json:"usage"`
 	PermissionDenials []any `json:"permission_denials"`
-}
-
-// contentBlocks is a message's content: a string or a list of blocks.
-type contentBlocks []block
-
-func (c *contentBlocks) UnmarshalJSON(b []byte) error {
-	var s string
-	if json.Unmarshal(b, &s) == nil {
-		*c = []block{{Type: "text", Text: s}}
-		return nil
-	}
-	var blocks []block
-	if err := json.Unmarshal(b, &blocks); err != nil {
-		return err
-	}
-	*c = blocks
-	return nil
-}
-
-type block struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
-	// tool_use
-	ID    string          `json:"id"`
-	Name  string          `json:"name"`
-	Input json.RawMessage `json:"input"`
-	// tool_result
-	ToolUseID string          `json:"tool_use_id"`
-	Content   json.RawMessage `json:"content"`
-	IsError   bool            `json:"is_error"`
-}
-
-// resultText is a tool_result's content as text: a string, or its text
-// blocks joined by newlines (other blocks are named by their type).
-func resultText(raw json.RawMessage) string {
-	if len(raw) == 0 {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var blocks []block
-	if json.Unmarshal(raw, &blocks) != nil {
-		return string(raw)
-	}
-	var parts []string
-	for _, b := range blocks {
-		if b.Type == "text" {
-			parts = append(parts, b.Text)
-		} else if b.Type != "" {
-			parts = append(parts, "["+b.Type+"]")
-		}
-	}
-	return strings.Join(parts, "\n")
 }
 
 // toolNamer maps the CLI's mcp__SERVER__TOOL names back to the server's
@@ -251,7 +197,7 @@ func parse(lines []line, prompt string, srvs []servers.Server, infos []transcrip
 				if b.Type != "tool_result" {
 					continue
 				}
-				text := resultText(b.Content)
+				text := msgblocks.ResultText(b.Content)
 				res.Messages = append(res.Messages, transcript.Message{Role: "tool", Text: text, ToolCall: b.ToolUseID})
 				if i, ok := calls[b.ToolUseID]; ok {
 					c := &res.ToolCalls[i]

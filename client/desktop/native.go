@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mst-eval/mst/internal/msgblocks"
 	"github.com/mst-eval/mst/transcript"
 )
 
@@ -65,8 +66,8 @@ func (s *Session) parseAnthropic(data []byte) (rec record, firstUser string, ok 
 	var doc struct {
 		ID       string `json:"id"`
 		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
+			Role    string            `json:"role"`
+			Content msgblocks.Content `json:"content"`
 		} `json:"messages"`
 		Usage struct {
 			InputTokens  int64 `json:"input_tokens"`
@@ -79,28 +80,11 @@ func (s *Session) parseAnthropic(data []byte) (rec record, firstUser string, ok 
 	json.Unmarshal(data, &rec.raw)
 	rec.id = doc.ID
 	rec.usage = transcript.Usage{InputTokens: doc.Usage.InputTokens, OutputTokens: doc.Usage.OutputTokens}
-	type block struct {
-		Type      string          `json:"type"`
-		Text      string          `json:"text"`
-		ID        string          `json:"id"`
-		Name      string          `json:"name"`
-		Input     json.RawMessage `json:"input"`
-		ToolUseID string          `json:"tool_use_id"`
-		Content   json.RawMessage `json:"content"`
-		IsError   bool            `json:"is_error"`
-	}
 	calls := map[string]int{} // tool_use id → index in rec.calls
 	for i, m := range doc.Messages {
-		var blocks []block
-		var text string
-		if json.Unmarshal(m.Content, &text) == nil {
-			blocks = []block{{Type: "text", Text: text}}
-		} else if json.Unmarshal(m.Content, &blocks) != nil {
-			return record{}, "", false
-		}
 		msg := transcript.Message{Role: m.Role}
 		var texts []string
-		for _, b := range blocks {
+		for _, b := range m.Content {
 			switch b.Type {
 			case "text":
 				texts = append(texts, b.Text)
@@ -114,7 +98,7 @@ func (s *Session) parseAnthropic(data []byte) (rec record, firstUser string, ok 
 				rec.calls = append(rec.calls, transcript.ToolCall{ID: b.ID, Server: server, Tool: tool, Arguments: args})
 				msg.ToolCalls = append(msg.ToolCalls, b.ID)
 			case "tool_result":
-				result := contentText(b.Content)
+				result := msgblocks.ResultText(b.Content)
 				if j, ok := calls[b.ToolUseID]; ok {
 					rec.calls[j].Result, rec.calls[j].IsError = result, b.IsError
 				}
@@ -134,25 +118,4 @@ func (s *Session) parseAnthropic(data []byte) (rec record, firstUser string, ok 
 		}
 	}
 	return rec, firstUser, true
-}
-
-// contentText is a tool result's content as text: a string, or the text
-// of its text blocks.
-func contentText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var blocks []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	json.Unmarshal(raw, &blocks)
-	var out []string
-	for _, b := range blocks {
-		if b.Type == "text" {
-			out = append(out, b.Text)
-		}
-	}
-	return strings.Join(out, "\n")
 }

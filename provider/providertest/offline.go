@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/mst-eval/mst/internal/msgblocks"
 	"github.com/mst-eval/mst/provider"
 	"github.com/mst-eval/mst/provider/offline"
 )
@@ -160,16 +161,7 @@ func appendUserText(h []provider.Message, text string) []provider.Message {
 }
 
 // anthropicBlock is one content block of a Messages request.
-type anthropicBlock struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text"`
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Input     json.RawMessage `json:"input"`
-	ToolUseID string          `json:"tool_use_id"`
-	Content   json.RawMessage `json:"content"`
-	IsError   bool            `json:"is_error"`
-}
+type anthropicBlock = msgblocks.Block
 
 // anthropicHistory reads the messages of a Messages request.
 func anthropicHistory(body []byte) []provider.Message {

@@ -425,21 +425,34 @@ func (n Node) FindAll(ctx context.Context, m Match) ([]Node, error) {
 
 func (n Node) find(ctx context.Context, m Match, limit int) ([]Node, error) {
 	var out []Node
-	seen := 0
-	var walk func(x Node, depth int) error
-	walk = func(x Node, depth int) error {
-		if seen++; seen > maxNodes {
-			return fmt.Errorf("searching %s for %s: more than %d nodes", n, m, maxNodes)
-		}
+	err := n.walk(ctx, func(x Node, _ int) error {
 		ok, err := m.matches(ctx, x)
-		if err != nil {
+		if err != nil || !ok {
 			return err
 		}
-		if ok {
-			out = append(out, x)
-			if limit > 0 && len(out) >= limit {
-				return errStop
-			}
+		out = append(out, x)
+		if limit > 0 && len(out) >= limit {
+			return errStop
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// walk visits n and the nodes under it, depth first, at most maxNodes of
+// them and 64 levels down; visit may end the walk early with errStop.
+func (n Node) walk(ctx context.Context, visit func(x Node, depth int) error) error {
+	seen := 0
+	var step func(x Node, depth int) error
+	step = func(x Node, depth int) error {
+		if seen++; seen > maxNodes {
+			return fmt.Errorf("walking the tree of %s: more than %d nodes", n, maxNodes)
+		}
+		if err := visit(x, depth); err != nil {
+			return err
 		}
 		if depth > 64 {
 			return nil
@@ -449,16 +462,16 @@ func (n Node) find(ctx context.Context, m Match, limit int) ([]Node, error) {
 			return err
 		}
 		for _, k := range kids {
-			if err := walk(k, depth+1); err != nil {
+			if err := step(k, depth+1); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	if err := walk(n, 0); err != nil && err != errStop {
-		return nil, err
+	if err := step(n, 0); err != errStop {
+		return err
 	}
-	return out, nil
+	return nil
 }
 
 var errStop = errors.New("stop")
@@ -529,8 +542,7 @@ func (b *Bus) App(ctx context.Context, name string) (Node, error) {
 func (n Node) Dump(ctx context.Context, maxLines int) (string, error) {
 	var sb strings.Builder
 	lines := 0
-	var walk func(x Node, depth int) error
-	walk = func(x Node, depth int) error {
+	err := n.walk(ctx, func(x Node, depth int) error {
 		if lines >= maxLines {
 			return errStop
 		}
@@ -544,19 +556,7 @@ func (n Node) Dump(ctx context.Context, maxLines int) (string, error) {
 			return err
 		}
 		fmt.Fprintf(&sb, "%s%s %q\n", strings.Repeat("  ", depth), role, name)
-		kids, err := x.Children(ctx)
-		if err != nil {
-			return err
-		}
-		for _, k := range kids {
-			if err := walk(k, depth+1); err != nil {
-				return err
-			}
-		}
 		return nil
-	}
-	if err := walk(n, 0); err != nil && err != errStop {
-		return sb.String(), err
-	}
-	return sb.String(), nil
+	})
+	return sb.String(), err
 }
