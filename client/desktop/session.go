@@ -251,12 +251,9 @@ func (s *Session) Run(ctx context.Context, t client.Trial) (client.Result, error
 		res.Outcome = transcript.Outcome{Status: transcript.NoAnswer, Detail: err.Error()}
 		res.Next = client.Reset
 		return res, nil
-	case err != nil && ctx.Err() != nil:
-		// The deadline or the run's end: MST's worker says which.
-		res.Outcome = transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseClient, Detail: err.Error()}
-		res.Next = client.Reset
-		return res, nil
 	case err != nil:
+		// When ctx ended (the deadline or the run's end), MST's worker
+		// says which and overrides the outcome.
 		res.Outcome = transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseClient, Detail: err.Error()}
 		res.Next = client.Reset
 		return res, nil
