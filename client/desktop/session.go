@@ -260,19 +260,27 @@ func (s *Session) Run(ctx context.Context, t client.Trial) (client.Result, error
 	}
 	tel["seen"] = map[string]any{"answer": sw.Answer}
 	res.Answer = sw.Answer
-	if rec, ok := s.native(sw.Sent, t.Prompt); ok {
-		if s.app.NativeInTelemetry {
-			tel["native"] = rec.raw
-		} else {
-			res.Messages, res.ToolCalls = rec.messages, rec.calls
-			if rec.answer != "" {
-				res.Answer = rec.answer
-			}
-			tel["native"] = map[string]any{"record": rec.id}
+	rec, ok := s.native(sw.Sent, t.Prompt)
+	if ok {
+		if rec.answer != "" {
+			res.Answer = rec.answer
 		}
 		res.Usage = rec.usage
-	} else if sw.Answer != "" {
-		res.Messages = append(res.Messages, transcript.Message{Role: "assistant", Text: sw.Answer})
+	}
+	if ok && !s.app.NativeInTelemetry {
+		// The app's record is the transcript's source of truth.
+		res.Messages, res.ToolCalls = rec.messages, rec.calls
+		tel["native"] = map[string]any{"record": rec.id}
+	} else {
+		if ok {
+			// The app's record stays whole in the telemetry (redacted,
+			// as all MST stores); the messages are the prompt and the
+			// answer.
+			tel["native"] = rec.raw
+		}
+		if res.Answer != "" {
+			res.Messages = append(res.Messages, transcript.Message{Role: "assistant", Text: res.Answer})
+		}
 	}
 	if sw.Failed != "" {
 		res.Outcome = transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseClient, Detail: s.app.Product + " reported: " + sw.Failed}

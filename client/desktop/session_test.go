@@ -369,6 +369,22 @@ func TestStandIn(t *testing.T) {
 		}
 	})
 
+	t.Run("native-in-telemetry", func(t *testing.T) {
+		// ChatGPT's own record stays in the client telemetry.
+		saved := f.app
+		f.app.NativeInTelemetry = true
+		s := f.open(ctx, "a", nil, f.tools, f.many, f.notesSrv)
+		f.app = saved
+		defer s.Close()
+		res, _, err := f.run(ctx, s, "echo please", srvs...)
+		answered(t, res, err, "The echo said: héllo ✓ 世界")
+		native, _ := res.ClientTelemetry["native"].(map[string]any)
+		msgs, _ := native["messages"].([]any)
+		if len(msgs) != 4 || len(res.Messages) != 2 || res.Messages[1].Text != "The echo said: héllo ✓ 世界" || len(res.ToolCalls) != 0 {
+			t.Fatalf("telemetry's record %v; messages %+v; calls %+v", native, res.Messages, res.ToolCalls)
+		}
+	})
+
 	t.Run("other-variant", func(t *testing.T) {
 		desc := "Shout the text back, loudly."
 		renamed := f.tools
