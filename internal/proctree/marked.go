@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -17,7 +18,8 @@ import (
 // left. It returns once none is left, or ctx ends. Finding no process is
 // not an error: they may have ended by themselves. It needs Linux's /proc.
 func StopMarked(ctx context.Context, env string, grace time.Duration) error {
-	pids, err := marked([]byte(env))
+	want := []byte(env)
+	pids, err := marked(want)
 	if err != nil {
 		return err
 	}
@@ -28,10 +30,21 @@ func StopMarked(ctx context.Context, env string, grace time.Duration) error {
 	defer deadline.Stop()
 	tick := time.NewTicker(min(100*time.Millisecond, max(grace/10, time.Millisecond)))
 	defer tick.Stop()
-	for {
+	for looks := 0; ; looks++ {
+		// Look again each time: a process in the middle of an exec shows
+		// no environment for a moment, and a marked process may have
+		// started another since.
+		if again, err := marked(want); err == nil {
+			for _, pid := range again {
+				if !slices.Contains(pids, pid) {
+					signalPID(pid, syscall.SIGTERM)
+					pids = append(pids, pid)
+				}
+			}
+		}
 		pids = alive(pids)
-		if len(pids) == 0 {
-			return nil
+		if len(pids) == 0 && looks > 0 {
+			return nil // none found twice, a tick apart
 		}
 		select {
 		case <-ctx.Done():
