@@ -138,8 +138,7 @@ func Open(ctx context.Context, app App, p client.OpenParams) (client.Session, er
 
 func openLinux(ctx context.Context, app App, p client.OpenParams, opts options) (client.Session, error) {
 	if !owned() {
-		return nil, fmt.Errorf("%s on Linux needs an owned desktop (%s=1): MST writes %s's managed settings for each variant and restarts it, which it does only on a machine made for it. "+
-			"Run the eval in the desktop worker image (`mst runner setup docker --desktop`, see docs/desktop.md)", app.Client, OwnedEnv, app.Product)
+		return nil, notOwned(app)
 	}
 	prof, err := LoadProfile(app.Client, app.Linux)
 	if err != nil {
@@ -173,6 +172,12 @@ func openLinux(ctx context.Context, app App, p client.OpenParams, opts options) 
 	s.drv = drv
 	s.seat = takeSeat(prof.SettingsPath)
 	return s, nil
+}
+
+// notOwned is why a Linux desktop client cannot run on this machine.
+func notOwned(app App) error {
+	return fmt.Errorf("%s on Linux needs an owned desktop (%s=1): MST writes %s's managed settings for each variant and restarts it, which it does only on a machine made for it. "+
+		"Run the eval in the desktop worker image (`mst runner setup docker --desktop`, see docs/desktop.md)", app.Client, OwnedEnv, app.Product)
 }
 
 // appVersion reads the app's version: VersionCommand's output, or the
@@ -432,5 +437,13 @@ func Define(app App, d *client.Definition) *client.Definition {
 		return appVersion(context.Background(), prof)
 	}
 	d.Open = func(ctx context.Context, p client.OpenParams) (client.Session, error) { return Open(ctx, app, p) }
+	// On a run's own machine, a Linux desktop MST does not own is refused
+	// when the eval loads, before anything starts.
+	d.Preflight = func(json.RawMessage) error {
+		if runtime.GOOS == "linux" && !owned() {
+			return notOwned(app)
+		}
+		return nil
+	}
 	return d
 }

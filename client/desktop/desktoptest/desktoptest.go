@@ -264,6 +264,14 @@ func CheckDefinition(t *testing.T, d *client.Definition, hostExclusive bool) {
 	}
 	if runtime.GOOS == "linux" {
 		t.Setenv("MST_DESKTOP_OWNED", "")
+		if err := d.Preflight(nil); err == nil || !strings.Contains(err.Error(), "MST_DESKTOP_OWNED=1") {
+			t.Errorf("%s: Preflight on a desktop MST does not own: %v", d.Name, err)
+		}
+		t.Setenv("MST_DESKTOP_OWNED", "1")
+		if err := d.Preflight(nil); err != nil {
+			t.Errorf("%s: Preflight on an owned desktop: %v", d.Name, err)
+		}
+		t.Setenv("MST_DESKTOP_OWNED", "")
 		s, err := d.Open(t.Context(), client.OpenParams{Logger: slog.New(slog.DiscardHandler)})
 		if err == nil || !strings.Contains(err.Error(), "MST_DESKTOP_OWNED=1") {
 			t.Errorf("%s: Open on a desktop MST does not own: %v", d.Name, err)
