@@ -17,12 +17,19 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"time"
 
 	"github.com/mst-eval/mst/servers"
 	"github.com/mst-eval/mst/transcript"
 )
+
+// ErrMachineSetup is wrapped by a Preflight error that already says how
+// to get a machine that can run the client (the desktop clients name the
+// desktop worker image), so a runner's general advice on installing a
+// client's program is not added to it.
+var ErrMachineSetup = errors.New("this machine cannot run the client")
 
 // Definition describes a client and how to start it.
 type Definition struct {

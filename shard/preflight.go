@@ -2,6 +2,7 @@ package shard
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -30,7 +31,7 @@ func preflight(def *client.Definition, options json.RawMessage) error {
 	if err == nil {
 		return nil
 	}
-	if hint := strings.TrimSpace(os.Getenv(ClientSetupEnv)); hint != "" {
+	if hint := strings.TrimSpace(os.Getenv(ClientSetupEnv)); hint != "" && !errors.Is(err, client.ErrMachineSetup) {
 		return fmt.Errorf("%w; %s", err, strings.ReplaceAll(hint, "{client}", def.Name))
 	}
 	return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -42,17 +43,33 @@ func TestPreflightMachineSetup(t *testing.T) {
 	}
 }
 
+// TestPreflightSaysItsOwnSetup: a preflight error that already says how
+// to get a machine that can run the client (client.ErrMachineSetup, as a
+// desktop client's does) gets no runner advice on top.
+func TestPreflightSaysItsOwnSetup(t *testing.T) {
+	t.Setenv(shard.ClientSetupEnv, "build an image with `mst runner setup docker --with {client}`")
+	opens, _, err := runFailingPreflight(t, "fake-app", fmt.Errorf("run it in the desktop image: %w", client.ErrMachineSetup))
+	if err == nil || !strings.Contains(err.Error(), "run it in the desktop image") || strings.Contains(err.Error(), "--with fake-app") || opens != 0 {
+		t.Errorf("runPipes = %v (%d sessions opened); want the preflight's own advice alone, and no session", err, opens)
+	}
+}
+
 // runMissingCLI runs a one-setting shard of the client name, whose
 // preflight always fails as for a CLI that is not installed. It returns
 // how many sessions opened and trials ran, and the run's error.
 func runMissingCLI(t *testing.T, name string) (opens int32, trials int, err error) {
 	t.Helper()
+	return runFailingPreflight(t, name, errors.New("the Fake CLI is not installed: run npm install -g fake-cli"))
+}
+
+// runFailingPreflight runs a one-setting shard of the client name, whose
+// preflight fails with perr.
+func runFailingPreflight(t *testing.T, name string, perr error) (opens int32, trials int, err error) {
+	t.Helper()
 	var opened atomic.Int32
 	def := &client.Definition{
 		Name: name, Options: json.RawMessage(`{"type":"object","additionalProperties":false}`),
-		Preflight: func(json.RawMessage) error {
-			return errors.New("the Fake CLI is not installed: run npm install -g fake-cli")
-		},
+		Preflight: func(json.RawMessage) error { return perr },
 		Open: func(ctx context.Context, p client.OpenParams) (client.Session, error) {
 			opened.Add(1)
 			return nil, errors.New("must not open")

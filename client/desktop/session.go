@@ -176,9 +176,15 @@ func openLinux(ctx context.Context, app App, p client.OpenParams, opts options) 
 
 // notOwned is why a Linux desktop client cannot run on this machine.
 func notOwned(app App) error {
-	return fmt.Errorf("%s on Linux needs an owned desktop (%s=1): MST writes %s's managed settings for each variant and restarts it, which it does only on a machine made for it. "+
-		"Run the eval in the desktop worker image (`mst runner setup docker --desktop`, see docs/desktop.md)", app.Client, OwnedEnv, app.Product)
+	return setupError{fmt.Errorf("%s on Linux needs an owned desktop (%s=1): MST writes %s's managed settings for each variant and restarts it, which it does only on a machine made for it. "+
+		"Run the eval in the desktop worker image (`mst runner setup docker --desktop`, see docs/desktop.md)", app.Client, OwnedEnv, app.Product)}
 }
+
+// setupError is an error that says how to get a machine that can run the
+// client (client.ErrMachineSetup).
+type setupError struct{ error }
+
+func (e setupError) Unwrap() []error { return []error{e.error, client.ErrMachineSetup} }
 
 // appVersion reads the app's version: VersionCommand's output, or the
 // Debian package's version; "" when neither says.

@@ -12,6 +12,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -264,7 +265,7 @@ func CheckDefinition(t *testing.T, d *client.Definition, hostExclusive bool) {
 	}
 	if runtime.GOOS == "linux" {
 		t.Setenv("MST_DESKTOP_OWNED", "")
-		if err := d.Preflight(nil); err == nil || !strings.Contains(err.Error(), "MST_DESKTOP_OWNED=1") {
+		if err := d.Preflight(nil); err == nil || !strings.Contains(err.Error(), "MST_DESKTOP_OWNED=1") || !errors.Is(err, client.ErrMachineSetup) {
 			t.Errorf("%s: Preflight on a desktop MST does not own: %v", d.Name, err)
 		}
 		t.Setenv("MST_DESKTOP_OWNED", "1")
