@@ -67,6 +67,12 @@ type Definition struct {
 	ProviderKeys bool
 	// Concurrent is true when one Session may run several trials at once.
 	Concurrent bool
+	// OneTrialPerMachine is true when a machine runs one trial of the
+	// client at a time, whatever its sessions (a desktop app: one app, one
+	// conversation). The worker then starts such a trial only once the
+	// one before it, its diagnosis and reset included, is over: the wait
+	// is setup, not the trial's time.
+	OneTrialPerMachine bool
 	// HostExclusive is true when only one machine at a time may run the
 	// client's trials on one host (a Docker context): Claude Desktop's VM
 	// service, which Cowork uses, listens on a host-wide port. A runner

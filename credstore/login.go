@@ -215,12 +215,12 @@ func Login(ctx context.Context, p LoginParams) (LoginResult, error) {
 		Endpoint: p.URL, HTTPClient: mcpHTTP, OAuthHandler: h, MaxRetries: -1, DisableStandaloneSSE: true,
 	}, nil)
 	if err != nil {
-		return LoginResult{}, fl.explain(err, p.URL)
+		return LoginResult{}, fl.explain(ctx, err, p.URL)
 	}
 	defer cs.Close()
 	tools, err := cs.ListTools(ctx, nil)
 	if err != nil {
-		return LoginResult{}, fmt.Errorf("server %q accepted the new token but listing its tools failed: %w", p.Server, fl.explain(err, p.URL))
+		return LoginResult{}, fmt.Errorf("server %q accepted the new token but listing its tools failed: %w", p.Server, fl.explain(ctx, err, p.URL))
 	}
 
 	mu.Lock()
@@ -363,7 +363,12 @@ func (f *flow) fetch(ctx context.Context, authURL, redirect string, p LoginParam
 
 // explain words the error of connecting or listing tools: a refusal the
 // authorization server sent back is returned as it is.
-func (f *flow) explain(err error, endpoint string) error {
+func (f *flow) explain(ctx context.Context, err error, endpoint string) error {
+	if ctx.Err() != nil {
+		// The login was cancelled: the SDK's error may say so only in
+		// words, so the context's own error is what it wraps.
+		return fmt.Errorf("authorising server %q at %s: %w (%v)", f.server, endpoint, ctx.Err(), err)
+	}
 	f.mu.Lock()
 	ae := f.authErr
 	f.mu.Unlock()

@@ -176,6 +176,10 @@ type workerRun struct {
 	callGrants  map[int64]chan string
 	callsGaveUp map[int64]bool
 
+	// turns holds, per client whose definition says OneTrialPerMachine,
+	// the one trial of it this machine runs at a time; guarded by mu.
+	turns map[string]chan struct{}
+
 	// proxies serves the MCP proxies of trials whose client takes them
 	// (client.Definition.ProxiedServers); started at the first such trial.
 	proxies     *mcpproxy.Host
@@ -580,6 +584,16 @@ func (r *workerRun) runTrial(ctx context.Context, key transcript.Key, setting in
 	}
 	setupStart := time.Now()
 	p, err := r.pool(setting)
+	if err == nil && p.def.OneTrialPerMachine {
+		// One trial of this client at a time on this machine (one app,
+		// one conversation), waited for before the trial's clock starts;
+		// held until its diagnosis and reset are done (deferred first,
+		// so released last).
+		var release func()
+		if release, err = r.machineTurn(ctx, p.def.Name); err == nil {
+			defer release()
+		}
+	}
 	var sess *pooled
 	if err == nil {
 		sess, err = p.get(ctx)
@@ -672,6 +686,27 @@ func (r *workerRun) runTrial(ctx context.Context, key transcript.Key, setting in
 		t.Outcome = transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseClient, Detail: "the client returned no outcome"}
 	}
 	return finish()
+}
+
+// machineTurn waits for this machine's turn to run a trial of client (a
+// client.Definition.OneTrialPerMachine one) and returns its release.
+func (r *workerRun) machineTurn(ctx context.Context, client string) (func(), error) {
+	r.mu.Lock()
+	if r.turns == nil {
+		r.turns = map[string]chan struct{}{}
+	}
+	turn := r.turns[client]
+	if turn == nil {
+		turn = make(chan struct{}, 1)
+		r.turns[client] = turn
+	}
+	r.mu.Unlock()
+	select {
+	case turn <- struct{}{}:
+		return func() { <-turn }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // openProxies starts the trial's servers behind MST's proxies. Each call

@@ -431,6 +431,7 @@ func (st *seat) leave(s *Session) error {
 // found on this machine, and Open.
 func Define(app App, d *client.Definition) *client.Definition {
 	d.ProxiedServers = true
+	d.OneTrialPerMachine = true
 	d.KeyVars = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"}
 	d.Version = func() string {
 		if runtime.GOOS != "linux" {

@@ -244,6 +244,9 @@ func CheckDefinition(t *testing.T, d *client.Definition, hostExclusive bool) {
 			}
 		}
 	}
+	if !d.OneTrialPerMachine {
+		t.Errorf("%s: a desktop app runs one conversation at a time on a machine (OneTrialPerMachine)", d.Name)
+	}
 	if !d.ProxiedServers || d.Open == nil || d.Timeout <= 0 || d.HostExclusive != hostExclusive {
 		t.Errorf("%s: proxied %v, open %v, timeout %s, host-exclusive %v", d.Name, d.ProxiedServers, d.Open != nil, d.Timeout, d.HostExclusive)
 	}
