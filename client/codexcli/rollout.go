@@ -197,6 +197,11 @@ func (p *parser) merge(calls []rolloutCall, reported map[string]bool, outputs ma
 			take(j)
 			continue
 		}
+		if p.overLimit && len(out)+len(p.calls)-countUsed(used) >= p.maxActions {
+			// A call past maxActions that the CLI wrote down before MST
+			// stopped it: the stream's parser left it out on purpose.
+			continue
+		}
 		output, answered := outputs[rc.id]
 		reason := strings.TrimSpace(output)
 		if !answered || reason == "" {
@@ -240,6 +245,17 @@ func (p *parser) merge(calls []rolloutCall, reported map[string]bool, outputs ma
 	for i, c := range p.calls {
 		p.callIndex[c.ID] = i
 	}
+}
+
+// countUsed counts the true entries of used.
+func countUsed(used []bool) int {
+	n := 0
+	for _, u := range used {
+		if u {
+			n++
+		}
+	}
+	return n
 }
 
 // matching returns the first call of p not yet used that rc may be: the
