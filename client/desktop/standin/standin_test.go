@@ -2,9 +2,12 @@ package standin
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"testing"
+
+	"github.com/mst-eval/mst/internal/testneed"
 )
 
 // python is Debian's interpreter, the one with GTK's bindings.
@@ -14,7 +17,7 @@ const python = "/usr/bin/python3"
 // UI tests drive it through package atspi.
 func TestAppCompiles(t *testing.T) {
 	if _, err := os.Stat(python); err != nil {
-		t.Skipf("no %s: %v", python, err)
+		testneed.Missing(t, fmt.Sprintf("no %s (Debian: apt-get install python3; scripts/test installs it): %v", python, err))
 	}
 	app, _, err := Write(t.TempDir())
 	if err != nil {
