@@ -39,13 +39,15 @@ type fixture struct {
 	dir      string
 	settings string
 	pidFile  string
-	notes    string
-	provider *providertest.Server
-	host     *mcpproxy.Host
-	tools    servers.Server // the test server: echo, sleep, fail, crash
-	many     servers.Server // 42 tools, Unicode and long names
-	notesSrv servers.Server // tools with every kind of annotation, that write files
-	app      desktop.App
+	// providerFile holds the provider address the app starts with.
+	providerFile string
+	notes        string
+	provider     *providertest.Server
+	host         *mcpproxy.Host
+	tools        servers.Server // the test server: echo, sleep, fail, crash
+	many         servers.Server // 42 tools, Unicode and long names
+	notesSrv     servers.Server // tools with every kind of annotation, that write files
+	app          desktop.App
 }
 
 const origSettings = `{"note": "the machine's own settings"}`
@@ -73,6 +75,10 @@ func newFixture(t *testing.T, script providertest.Script) *fixture {
 
 	f.provider = providertest.New(t, script)
 	f.pidFile = filepath.Join(f.dir, "app.pid")
+	// The restart command reads the provider's address from a file, so a
+	// test can point the app at a provider that is down.
+	f.providerFile = filepath.Join(f.dir, "provider-url")
+	os.WriteFile(f.providerFile, []byte(f.provider.URL), 0o644)
 	restart := filepath.Join(f.dir, "restart")
 	os.WriteFile(restart, []byte(fmt.Sprintf(`#!/bin/sh
 # Stop the app that runs, if any, then start it afresh.
@@ -81,9 +87,9 @@ if [ -f %[1]s ]; then
 	kill "$pid" 2>/dev/null
 	timeout 10 tail --pid="$pid" -f /dev/null || kill -9 "$pid" 2>/dev/null
 fi
-ANTHROPIC_BASE_URL=%[2]s ANTHROPIC_API_KEY=test-key setsid %[3]s %[4]s --settings %[5]s >>%[6]s 2>&1 </dev/null &
+ANTHROPIC_BASE_URL=$(cat %[2]s) ANTHROPIC_API_KEY=test-key setsid %[3]s %[4]s --settings %[5]s >>%[6]s 2>&1 </dev/null &
 echo $! > %[1]s
-`, f.pidFile, f.provider.URL, desktoptest.Python, appPath, f.settings, filepath.Join(f.dir, "app.out"))), 0o755)
+`, f.pidFile, f.providerFile, desktoptest.Python, appPath, f.settings, filepath.Join(f.dir, "app.out"))), 0o755)
 	t.Cleanup(f.stopApp)
 
 	for k, v := range map[string]string{
@@ -95,9 +101,10 @@ echo $! > %[1]s
 	}
 
 	f.notes = t.TempDir()
-	f.tools = httpServer(t, "tools", nil)
-	f.many = httpServer(t, "many", testserver.AddMany)
-	f.notesSrv = httpServer(t, "notes", func(s *mcp.Server) { testserver.AddNotes(s, f.notes) })
+	f.tools = httpServer(t, "tools", nil, nil)
+	f.many = httpServer(t, "many", nil, testserver.AddMany)
+	// The notes server speaks only an older protocol version (2024-11-05).
+	f.notesSrv = httpServer(t, "notes", &mcp.ServerOptions{SupportedProtocolVersions: []string{"2024-11-05"}}, func(s *mcp.Server) { testserver.AddNotes(s, f.notes) })
 	var err2 error
 	f.host, err2 = mcpproxy.NewHost()
 	if err2 != nil {
@@ -110,8 +117,8 @@ echo $! > %[1]s
 
 // httpServer is MST's MCP test server (echo, sleep, fail, crash, and what
 // add adds) over streamable HTTP in this process.
-func httpServer(t *testing.T, name string, add func(*mcp.Server)) servers.Server {
-	s := testserver.New(true)
+func httpServer(t *testing.T, name string, opts *mcp.ServerOptions, add func(*mcp.Server)) servers.Server {
+	s := testserver.NewWith(true, opts)
 	if add != nil {
 		add(s)
 	}
@@ -194,7 +201,7 @@ func TestStandIn(t *testing.T) {
 			{Text: "Both answered."},
 		}},
 		{Match: "write please", Turns: []providertest.Turn{
-			{ToolCalls: []providertest.Call{{Tool: testserver.WriteNote, Arguments: map[string]any{"name": "todo", "text": "buy milk"}}}},
+			{ToolCalls: []providertest.Call{{Tool: testserver.WriteNote, Arguments: map[string]any{"name": "todo", "text": "buy milk"}}, {Tool: testserver.TouchNote, Arguments: map[string]any{"name": "empty"}}}},
 			{Text: "Written."},
 		}},
 		{Match: "shout please", Turns: []providertest.Turn{
@@ -291,11 +298,16 @@ func TestStandIn(t *testing.T) {
 	t.Run("write-tool", func(t *testing.T) {
 		res, ev, err := f.run(ctx, a, "write please", srvs...)
 		answered(t, res, err, "Written.")
-		if len(ev.Calls) != 1 || ev.Calls[0].Server != "notes" {
+		// An annotated write and an unannotated one, on a server of an
+		// older protocol version.
+		if len(ev.Calls) != 2 || ev.Calls[0].Server != "notes" || ev.Calls[1].Tool != testserver.TouchNote {
 			t.Fatalf("record %+v", ev.Calls)
 		}
 		if got, err := os.ReadFile(filepath.Join(f.notes, "todo")); err != nil || string(got) != "buy milk" {
 			t.Fatalf("the write did not reach the server: %q, %v", got, err)
+		}
+		if _, err := os.Stat(filepath.Join(f.notes, "empty")); err != nil {
+			t.Fatalf("the unannotated write did not reach the server: %v", err)
 		}
 	})
 
@@ -382,6 +394,21 @@ func TestStandIn(t *testing.T) {
 		msgs, _ := native["messages"].([]any)
 		if len(msgs) != 4 || len(res.Messages) != 2 || res.Messages[1].Text != "The echo said: héllo ✓ 世界" || len(res.ToolCalls) != 0 {
 			t.Fatalf("telemetry's record %v; messages %+v; calls %+v", native, res.Messages, res.ToolCalls)
+		}
+	})
+
+	t.Run("provider-down", func(t *testing.T) {
+		// Nothing listens at the address the app gets: the trial errors
+		// promptly with the app's own report.
+		os.WriteFile(f.providerFile, []byte("http://127.0.0.1:1"), 0o644)
+		defer os.WriteFile(f.providerFile, []byte(f.provider.URL), 0o644)
+		s := f.open(ctx, "a", nil, f.tools, f.many, f.notesSrv)
+		defer s.Close()
+		tctx, tcancel := context.WithTimeout(ctx, time.Minute)
+		defer tcancel()
+		res, _, err := f.run(tctx, s, "plain while the provider is down", srvs...)
+		if err != nil || res.Outcome.Status != transcript.Errored || !strings.Contains(res.Outcome.Detail, "provider") || tctx.Err() != nil {
+			t.Fatalf("outcome %+v, %v", res.Outcome, err)
 		}
 	})
 
