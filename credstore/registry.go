@@ -59,12 +59,17 @@ type Registry struct {
 func NewRegistry(defs ...*Definition) *Registry {
 	r := &Registry{defs: map[string]*Definition{}}
 	for _, d := range defs {
-		if _, dup := r.defs[d.Name]; dup {
-			panic(fmt.Sprintf("credential store %q registered twice", d.Name))
-		}
-		r.defs[d.Name] = d
+		r.Add(d)
 	}
 	return r
+}
+
+// Add registers d; a name that is taken panics.
+func (r *Registry) Add(d *Definition) {
+	if _, dup := r.defs[d.Name]; dup {
+		panic(fmt.Sprintf("credential store %q registered twice", d.Name))
+	}
+	r.defs[d.Name] = d
 }
 
 // Lookup returns the store kind named name, or an error listing the known

@@ -89,13 +89,27 @@ func LoadAll(paths []string) ([]Case, error) {
 	if len(paths) == 0 {
 		return nil, Errors{{Msg: "no dataset files given"}}
 	}
+	readers := make([]*reader, len(paths))
+	for i, p := range paths {
+		readers[i] = &reader{file: p}
+		readers[i].read()
+	}
+	if err := checkAcross(readers); err != nil {
+		return nil, err
+	}
 	var all []Case
+	for _, r := range readers {
+		all = append(all, r.cases...)
+	}
+	return all, nil
+}
+
+// checkAcross returns the problems of the readers, in their order, with
+// ids that appear twice in one or across several; nil when there are none.
+func checkAcross(readers []*reader) error {
 	var errs Errors
 	var ids []located
-	for _, p := range paths {
-		r := &reader{file: p}
-		r.read()
-		all = append(all, r.cases...)
+	for _, r := range readers {
 		errs = append(errs, r.errs...)
 		ids = append(ids, r.ids...)
 	}
@@ -107,22 +121,22 @@ func LoadAll(paths []string) ([]Case, error) {
 		}
 		first[l.id] = l
 	}
-	if len(errs) > 0 {
-		order := map[string]int{}
-		for i, p := range paths {
-			if _, seen := order[p]; !seen {
-				order[p] = i
-			}
-		}
-		slices.SortStableFunc(errs, func(a, b Error) int {
-			if c := order[a.File] - order[b.File]; c != 0 {
-				return c
-			}
-			return a.Line - b.Line
-		})
-		return nil, errs
+	if len(errs) == 0 {
+		return nil
 	}
-	return all, nil
+	order := map[string]int{}
+	for i, r := range readers {
+		if _, seen := order[r.file]; !seen {
+			order[r.file] = i
+		}
+	}
+	slices.SortStableFunc(errs, func(a, b Error) int {
+		if c := order[a.File] - order[b.File]; c != 0 {
+			return c
+		}
+		return a.Line - b.Line
+	})
+	return errs
 }
 
 // located is where a case id was read, kept even for a case with other

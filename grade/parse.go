@@ -35,7 +35,10 @@ func graderNames() []string {
 // Parse parses one grader spec: a JSON object with exactly one key naming
 // the grader. Its errors carry the path inside the spec ("toolCalled.arguments:
 // must be an object") and no file name.
-func Parse(spec json.RawMessage) (Grader, error) {
+func Parse(spec json.RawMessage) (Grader, error) { return parse(nil, spec) }
+
+// parse is Parse with the graders of reg (which may be nil) as well.
+func parse(reg *Registry, spec json.RawMessage) (Grader, error) {
 	keys, fields, err := object(spec)
 	if err != nil {
 		if errors.Is(err, errNotObject) {
@@ -67,10 +70,24 @@ func Parse(spec json.RawMessage) (Grader, error) {
 	case keyJudge:
 		return parseJudge(v)
 	}
-	if s := suggest(key, graderNames()); s != "" {
+	if d, ok := reg.Lookup(key); ok {
+		g, err := d.New(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+		if g == nil {
+			return nil, fmt.Errorf("%s: the plugin made no grader", key)
+		}
+		return plugged{name: key, g: g}, nil
+	}
+	known := append(graderNames(), reg.Names()...)
+	if s := suggest(key, known); s != "" {
 		return nil, fmt.Errorf("unknown grader %q (did you mean %s?)", key, s)
 	}
-	return nil, fmt.Errorf("unknown grader %q (known: %s)", key, strings.Join(graderNames(), ", "))
+	if strings.Count(key, "/") == 2 {
+		return nil, fmt.Errorf("unknown grader %q: no installed plugin provides it (mst plugins lists what is installed; the eval config's plugins list says where to get it)", key)
+	}
+	return nil, fmt.Errorf("unknown grader %q (known: %s)", key, strings.Join(known, ", "))
 }
 
 func parseAnswerContains(v json.RawMessage) (Grader, error) {

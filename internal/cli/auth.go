@@ -31,16 +31,18 @@ import (
 type storeFlags struct {
 	name    string
 	options []string
+	parts   *builtin.Parts
 }
 
-func (f *storeFlags) add(fs *pflag.FlagSet) {
-	fs.StringVar(&f.name, "store", credstore.LocalName, "the credential store that keeps the OAuth grants of connector servers: "+strings.Join(builtin.CredentialStores().Names(), ", "))
+func (f *storeFlags) add(fs *pflag.FlagSet, parts *builtin.Parts) {
+	f.parts = parts
+	fs.StringVar(&f.name, "store", credstore.LocalName, "the credential store that keeps the OAuth grants of connector servers: "+strings.Join(parts.CredentialStores().Names(), ", "))
 	fs.StringArrayVar(&f.options, "store-option", nil, "credential store setting as KEY=VALUE (repeat); the local store takes dir=FOLDER (default ~/.config/mst/credentials) and key-file=FILE (default ~/.local/share/mst/credentials.key)")
 }
 
 // open opens the store the flags name.
 func (f *storeFlags) open(ctx context.Context, logger *slog.Logger) (credstore.Store, *credstore.Definition, error) {
-	reg := builtin.CredentialStores()
+	reg := f.parts.CredentialStores()
 	name := f.name
 	if name == "" {
 		name = credstore.LocalName
@@ -147,7 +149,7 @@ eval config.
 			return runAuth(cmd.Context(), stdio, args[0], f)
 		},
 	}
-	f.store.add(cmd.PersistentFlags())
+	f.store.add(cmd.PersistentFlags(), stdio.parts())
 	fl := cmd.Flags()
 	fl.StringVarP(&f.config, "config", "c", "", "the eval config that declares the server (required)")
 	fl.StringVar(&f.secretsFile, "secrets-file", "", "file of KEY=value lines that sets the secrets the server's oauth.clientSecret and headers refer to")
@@ -164,11 +166,11 @@ var secretRef = regexp.MustCompile(`^\$\{secret:([A-Za-z_][A-Za-z0-9_]*)\}$`)
 
 // connector returns the connector server named name in the config at
 // path, or an error saying how to fix the config or the command.
-func connector(path, name string) (*eval.Config, eval.ServerConfig, error) {
+func connector(parts *builtin.Parts, path, name string) (*eval.Config, eval.ServerConfig, error) {
 	if path == "" {
 		return nil, eval.ServerConfig{}, withCode(ExitUsage, fmt.Errorf("mst auth needs the eval config that declares server %q: mst auth %s -c eval.yaml", name, shellWord(name)))
 	}
-	cfg, err := eval.Load(path, run.Catalog{Clients: builtin.Clients(), Providers: builtin.Providers()})
+	cfg, err := eval.Load(path, run.Catalog{Clients: parts.Clients(), Providers: parts.Providers()})
 	if err != nil {
 		return nil, eval.ServerConfig{}, withCode(ExitUsage, err)
 	}
@@ -245,7 +247,7 @@ func resolveAuthSecrets(name string, sc eval.ServerConfig, set *secrets.Set, sec
 }
 
 func runAuth(ctx context.Context, stdio Stdio, name string, f *authFlags) error {
-	_, sc, err := connector(f.config, name)
+	_, sc, err := connector(stdio.parts(), f.config, name)
 	if err != nil {
 		return err
 	}

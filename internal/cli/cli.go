@@ -15,6 +15,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+
+	"github.com/mst-eval/mst/internal/builtin"
+	"github.com/mst-eval/mst/plugin"
 )
 
 // Version is MST's version, set at build time with
@@ -82,6 +85,18 @@ type Stdio struct {
 	// Now is the clock of commands that tell the age of records (mst
 	// runs); nil means time.Now. Tests set it.
 	Now func() time.Time
+	// Parts are the registries of this build, its plugins included; nil
+	// means the built-ins and the program plugins on Env's
+	// MST_PLUGIN_PATH. Main sets it.
+	Parts *builtin.Parts
+}
+
+// parts returns the registries commands use.
+func (s Stdio) parts() *builtin.Parts {
+	if s.Parts != nil {
+		return s.Parts
+	}
+	return builtin.New(nil, envMap(s.Env)[plugin.SearchPathVar], Version)
 }
 
 // now is stdio's clock.
@@ -115,6 +130,15 @@ func withCode(code ExitCode, err error) error {
 
 // Main runs mst with args and returns the exit code.
 func Main(ctx context.Context, args []string, stdio Stdio) int {
+	return MainWith(ctx, args, stdio, nil)
+}
+
+// MainWith is Main for a build of mst with Go plugins compiled in.
+func MainWith(ctx context.Context, args []string, stdio Stdio, plugins []plugin.Plugin) int {
+	if stdio.Parts == nil {
+		stdio.Parts = builtin.New(plugins, envMap(stdio.Env)[plugin.SearchPathVar], Version)
+	}
+	defer stdio.Parts.Close()
 	root := newRoot(stdio)
 	root.SetArgs(args)
 	root.SetIn(stdio.In)

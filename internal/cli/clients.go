@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mst-eval/mst/client"
-	"github.com/mst-eval/mst/internal/builtin"
 	"github.com/mst-eval/mst/report"
 )
 
@@ -61,7 +60,7 @@ what leaving the option out means. Nothing is filled in from your configs.`,
 			if err != nil {
 				return err
 			}
-			reg := builtin.Clients()
+			reg := stdio.parts().Clients()
 			switch {
 			case markdown:
 				_, err := stdio.Out.Write(ClientsMarkdown(reg))
@@ -96,7 +95,7 @@ case may override, and each option with its type, default and meaning.`,
 			if err != nil {
 				return err
 			}
-			reg := builtin.Clients()
+			reg := stdio.parts().Clients()
 			d, err := reg.Lookup(args[0])
 			if err != nil {
 				return withCode(ExitUsage, err)

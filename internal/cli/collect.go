@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mst-eval/mst/internal/builtin"
 	"github.com/mst-eval/mst/run"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/secrets"
@@ -118,7 +117,7 @@ func newCollectCmd(stdio Stdio) *cobra.Command {
 			}
 			defer os.RemoveAll(work)
 			w := &shard.Worker{
-				Clients: builtin.Clients(), Results: ws.results, Secrets: ws.set,
+				Clients: stdio.parts().Clients(), Results: ws.results, Secrets: ws.set,
 				Environment: run.Environment(b.Run.Runner.Name), Logger: ws.logger,
 				MSTVersion: ws.version, WorkDir: work, Heartbeat: f.heartbeat,
 			}
@@ -163,7 +162,7 @@ func newGradeShardCmd(stdio Stdio) *cobra.Command {
 			}
 			defer ws.done()
 			w := &shard.GradeWorker{
-				Providers: builtin.Providers(), Results: f.results, Secrets: ws.set,
+				Providers: stdio.parts().Providers(), Results: f.results, Secrets: ws.set,
 				Logger: ws.logger, MSTVersion: ws.version, Heartbeat: f.heartbeat,
 			}
 			return w.Run(cmd.Context(), ws.bundle, f.bundleDir, stdio.In, stdio.Out)

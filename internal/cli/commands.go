@@ -4,7 +4,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mst-eval/mst/eval"
-	"github.com/mst-eval/mst/internal/builtin"
 	"github.com/mst-eval/mst/report"
 	"github.com/mst-eval/mst/run"
 )
@@ -24,7 +23,7 @@ mst compare print with --json.`,
   mst schema report > mst-report.schema.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := stdio.Out.Write(eval.Schema(run.Catalog{Clients: builtin.Clients(), Providers: builtin.Providers()}))
+			_, err := stdio.Out.Write(eval.Schema(run.Catalog{Clients: stdio.parts().Clients(), Providers: stdio.parts().Providers()}))
 			return err
 		},
 	}

@@ -93,12 +93,12 @@ type detachLaunch struct {
 
 // refuseDetach checks, before any machine, what a detached run needs of
 // its runner.
-func refuseDetach(rdef *runner.Definition, flag string) error {
+func refuseDetach(parts *builtin.Parts, rdef *runner.Definition, flag string) error {
 	if rdef.Coordinator != nil {
 		return nil
 	}
 	var can []string
-	reg := builtin.Runners()
+	reg := parts.Runners()
 	for _, n := range reg.Names() {
 		if d, _ := reg.Lookup(n); d.Coordinator != nil {
 			can = append(can, n)
@@ -142,7 +142,7 @@ func refuseLocalCredentials(used []string, f *storeFlags) error {
 	if name == "" {
 		name = credstore.LocalName
 	}
-	reg := builtin.CredentialStores()
+	reg := f.parts.CredentialStores()
 	def, err := reg.Lookup(name)
 	if err != nil {
 		return withCode(ExitUsage, fmt.Errorf("--store: %w", err))
@@ -432,12 +432,12 @@ func (f *detachFlags) applyTo(req *run.Request) error {
 }
 
 // detachRun launches mst run --detach, once the plan is checked.
-func detachRun(ctx context.Context, stdout, stderr io.Writer, f runFlags, plan *run.Plan, rdef *runner.Definition, chosen run.RunnerChoice, pairs []string, resumed store.Run, logger *slog.Logger) error {
+func detachRun(ctx context.Context, parts *builtin.Parts, stdout, stderr io.Writer, f runFlags, plan *run.Plan, rdef *runner.Definition, chosen run.RunnerChoice, pairs []string, resumed store.Run, logger *slog.Logger) error {
 	if f.gradeRunner != "" {
 		if f.noGrade {
 			return withCode(ExitUsage, errors.New("--grade-runner grades the run and --no-grade leaves it ungraded: give one of them"))
 		}
-		gdef, err := builtin.Runners().Lookup(f.gradeRunner)
+		gdef, err := parts.Runners().Lookup(f.gradeRunner)
 		if err != nil {
 			return withCode(ExitUsage, fmt.Errorf("--grade-runner: %w", err))
 		}
@@ -519,12 +519,12 @@ func storeBase(loc, eval, id string) string {
 }
 
 // detachGrade launches mst grade RUN --runner NAME --detach.
-func detachGrade(ctx context.Context, stdout, stderr io.Writer, f gradeFlags, st store.Run, runID string, cfg *eval.Config, configPath string, specs []json.RawMessage, logger *slog.Logger) error {
-	rdef, err := builtin.Runners().Lookup(f.runner)
+func detachGrade(ctx context.Context, parts *builtin.Parts, stdout, stderr io.Writer, f gradeFlags, st store.Run, runID string, cfg *eval.Config, configPath string, specs []json.RawMessage, logger *slog.Logger) error {
+	rdef, err := parts.Runners().Lookup(f.runner)
 	if err != nil {
 		return withCode(ExitUsage, fmt.Errorf("--runner: %w", err))
 	}
-	if err := refuseDetach(rdef, "--runner"); err != nil {
+	if err := refuseDetach(parts, rdef, "--runner"); err != nil {
 		return err
 	}
 	if cfg == nil {

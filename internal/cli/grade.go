@@ -111,10 +111,10 @@ func gradeRun(ctx context.Context, stdio Stdio, ref string, f gradeFlags) (err e
 			path = rec.ConfigPath
 		}
 	}
-	providers := builtin.Providers()
+	providers := stdio.parts().Providers()
 	var cfg *eval.Config
 	if path != "" {
-		cfg, err = eval.LoadWith(path, run.Catalog{Clients: builtin.Clients(), Providers: providers},
+		cfg, err = eval.LoadWith(path, run.Catalog{Clients: stdio.parts().Clients(), Providers: providers},
 			eval.LoadOptions{Dir: f.detach.configDir, DatasetsLoaded: f.detach.loadedDatasets != ""})
 	}
 	if cfg == nil && f.graders == "" {
@@ -162,7 +162,7 @@ func gradeRun(ctx context.Context, stdio Stdio, ref string, f gradeFlags) (err e
 		return withCode(ExitUsage, err)
 	}
 	if f.detach.detach {
-		return detachGrade(ctx, stdout, stderr, f, st, rec.ID, cfg, path, specs, newLogger(stderr, f.verbose))
+		return detachGrade(ctx, stdio.parts(), stdout, stderr, f, st, rec.ID, cfg, path, specs, newLogger(stderr, f.verbose))
 	}
 	if f.runner == "" && len(f.runnerOptions) > 0 {
 		return withCode(ExitUsage, errors.New("--runner-option sets up the runner that --runner names: give --runner too, or leave the options out to grade here"))
@@ -177,7 +177,7 @@ func gradeRun(ctx context.Context, stdio Stdio, ref string, f gradeFlags) (err e
 		if err != nil {
 			return err
 		}
-		if gradeOn, err = newGradeOn(f.runner, "--runner", nil, run.RunnerChoice{}, f.runnerOptions, set, keyNames, limits, exe, newLogger(stderr, f.verbose)); err != nil {
+		if gradeOn, err = newGradeOn(stdio.parts(), f.runner, "--runner", nil, run.RunnerChoice{}, f.runnerOptions, set, keyNames, limits, exe, newLogger(stderr, f.verbose)); err != nil {
 			return withCode(ExitUsage, err)
 		}
 	}
@@ -325,8 +325,8 @@ func judgeKeys(ctx context.Context, st store.Run, specs []json.RawMessage, provi
 // named it, for errors): with the options of pairs, parsed for it, unless
 // it is the run's own runner rdef whose options chosen already holds. The
 // grade workers get only the secrets named in keyNames: the judges' keys.
-func newGradeOn(name, flag string, rdef *runner.Definition, chosen run.RunnerChoice, pairs []string, set *secrets.Set, keyNames []string, limits eval.Limits, exe string, logger *slog.Logger) (*run.GradeOn, error) {
-	gdef, err := builtin.Runners().Lookup(name)
+func newGradeOn(parts *builtin.Parts, name, flag string, rdef *runner.Definition, chosen run.RunnerChoice, pairs []string, set *secrets.Set, keyNames []string, limits eval.Limits, exe string, logger *slog.Logger) (*run.GradeOn, error) {
+	gdef, err := parts.Runners().Lookup(name)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", flag, err)
 	}

@@ -76,7 +76,7 @@ and --limit.
 
 Clients get, as environment variables, the KEY=value lines of --secrets-file
 and, from MST's own environment, only the key variables the run's clients
-read: ` + wrapList(keyVarNames(), ", ") + `, and any variable a
+read: ` + wrapList(keyVarNames(stdio.parts()), ", ") + `, and any variable a
 variant names with clientOptions.apiKeyEnv (the file wins when both set one).
 Every one of these values is replaced by [redacted:KEY] in everything the run
 stores and prints.
@@ -119,8 +119,8 @@ the grant never leaves this process (docs/connectors.md).
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON on stdout (progress still goes to stderr)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log details on stderr")
 	fl.StringVar(&f.secretsFile, "secrets-file", "", "file of KEY=value lines given to clients as environment variables and redacted from everything stored")
-	f.store.add(fl)
-	fl.StringVar(&f.runner, "runner", "local", "where trials run: "+strings.Join(builtin.Runners().Names(), ", ")+" (mst runner list)")
+	f.store.add(fl, stdio.parts())
+	fl.StringVar(&f.runner, "runner", "local", "where trials run: "+strings.Join(stdio.parts().Runners().Names(), ", ")+" (mst runner list)")
 	fl.StringArrayVar(&f.runnerOptions, "runner-option", nil, "runner setting as key=value (repeat): shards=N, keep=never|failed|always, and the runner's own")
 	fl.StringVar(&f.resume, "resume", "", "continue a stored run (its folder, its URL in a bucket, or its id in --results): run only its missing, cancelled and skipped trials into it, with the runner, runner options, shards and keep it was started with (--runner and --runner-option change them)")
 	fl.BoolVar(&f.noGrade, "no-grade", false, "collect the transcripts without grading them (judges need no key then); grade the run later with mst grade")
@@ -137,11 +137,11 @@ the grant never leaves this process (docs/connectors.md).
 // planRequest is the plan request of this build's registries for a runner
 // whose machines run goos ("" when unknown); thisMachine says they are
 // this machine, so clients' preflight checks (an installed CLI) run too.
-func planRequest(path string, rdef *runner.Definition, set *secrets.Set, env []string) run.Request {
-	clients := builtin.Clients()
+func planRequest(parts *builtin.Parts, path string, rdef *runner.Definition, set *secrets.Set, env []string) run.Request {
+	clients := parts.Clients()
 	return run.Request{
 		ConfigFile: path, OS: rdef.OS, ThisMachine: rdef.ThisMachine,
-		Clients: clients, Providers: builtin.Providers(),
+		Clients: clients, Providers: parts.Providers(),
 		Secrets: set, Env: envMap(env),
 	}
 }
@@ -191,16 +191,16 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 		}
 		runnerName, pairs, kept = resumeRunner(stored.Runner, f)
 	}
-	rdef, err := builtin.Runners().Lookup(runnerName)
+	rdef, err := stdio.parts().Runners().Lookup(runnerName)
 	if err != nil {
 		if kept {
 			err = fmt.Errorf("the run was started with runner %s, which this MST does not have (%w): give --runner to resume it elsewhere", runnerName, err)
 		}
 		return withCode(ExitUsage, fmt.Errorf("--runner: %w", err))
 	}
-	req := planRequest(path, rdef, set, stdio.Env)
+	req := planRequest(stdio.parts(), path, rdef, set, stdio.Env)
 	if f.detach.detach {
-		if err := refuseDetach(rdef, "--runner"); err != nil {
+		if err := refuseDetach(stdio.parts(), rdef, "--runner"); err != nil {
 			return err
 		}
 		// What a detached run needs must be in the secrets file: nothing
@@ -238,7 +238,7 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 	// bundles, fetched files, work and token folders) goes now.
 	runner.SweepFolders(ctx)
 	if f.detach.detach {
-		return detachRun(ctx, stdout, stderr, f, plan, rdef, chosen, pairs, resumed, logger)
+		return detachRun(ctx, stdio.parts(), stdout, stderr, f, plan, rdef, chosen, pairs, resumed, logger)
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -253,7 +253,7 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 		if f.noGrade {
 			return withCode(ExitUsage, errors.New("--grade-runner grades the run and --no-grade leaves it ungraded: give one of them"))
 		}
-		if gradeOn, err = newGradeOn(f.gradeRunner, "--grade-runner", rdef, chosen, pairs, set, plan.JudgeKeys(), plan.Config.Limits, exe, logger); err != nil {
+		if gradeOn, err = newGradeOn(stdio.parts(), f.gradeRunner, "--grade-runner", rdef, chosen, pairs, set, plan.JudgeKeys(), plan.Config.Limits, exe, logger); err != nil {
 			return withCode(ExitUsage, err)
 		}
 	}
@@ -344,9 +344,9 @@ var errDeadline = errors.New("the run's --deadline passed")
 
 // keyVarNames lists every key variable a built-in client or provider
 // reads, for help texts.
-func keyVarNames() []string {
-	names := builtin.Providers().KeyVars()
-	clients := builtin.Clients()
+func keyVarNames(parts *builtin.Parts) []string {
+	names := parts.Providers().KeyVars()
+	clients := parts.Clients()
 	for _, n := range clients.Names() {
 		d, _ := clients.Lookup(n)
 		for _, v := range d.KeyVars {

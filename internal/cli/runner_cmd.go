@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mst-eval/mst/client"
-	"github.com/mst-eval/mst/internal/builtin"
 	"github.com/mst-eval/mst/run"
 	"github.com/mst-eval/mst/runner"
 )
@@ -69,7 +68,7 @@ their shard).`,
   mst runner list --json | jq '.runners[] | select(.name == "docker") | .options'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			reg := builtin.Runners()
+			reg := stdio.parts().Runners()
 			var infos []runnerInfo
 			for _, name := range reg.Names() {
 				d, _ := reg.Lookup(name)
@@ -183,7 +182,7 @@ that the image holds a runnable mst.`,
   mst runner setup docker --runner-option image=registry.example/mst-cowork:1.4`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			def, err := builtin.Runners().Lookup(args[0])
+			def, err := stdio.parts().Runners().Lookup(args[0])
 			if err != nil {
 				return withCode(ExitUsage, err)
 			}
@@ -312,7 +311,7 @@ folder), detail, removed and error.`,
 			} else if len(options) > 0 && runnerName == "" {
 				return withCode(ExitUsage, errors.New("--runner-option needs --runner NAME"))
 			}
-			reg := builtin.Runners()
+			reg := stdio.parts().Runners()
 			var defs []*runner.Definition
 			if runnerName != "" {
 				d, err := reg.Lookup(runnerName)
@@ -449,7 +448,7 @@ func writeLeftovers(w io.Writer, found []leftoverInfo, runID string, removed boo
 // each runner declares. Runners that need the same command declare the
 // same one; it is added once.
 func newMachineCmds(stdio Stdio) []*cobra.Command {
-	reg := builtin.Runners()
+	reg := stdio.parts().Runners()
 	seen := map[string]bool{}
 	var cmds []*cobra.Command
 	lists := [][]runner.MachineCommand{runner.MachineRunnerCommands()}

@@ -27,9 +27,11 @@ type runsFlags struct {
 	json            bool
 	// interval is how often watch reads the status (hidden, for tests).
 	interval time.Duration
+	parts    *builtin.Parts
 }
 
-func (f *runsFlags) add(cmd *cobra.Command, json bool) {
+func (f *runsFlags) add(cmd *cobra.Command, json bool, parts *builtin.Parts) {
+	f.parts = parts
 	cmd.Flags().StringVarP(&f.config, "config", "c", "", "the eval config the runs were launched with (its name and results.store say where their records are)")
 	cmd.Flags().StringVar(&f.results, "results", "", "the result store the runs were launched with (gs://BUCKET/PREFIX or s3://BUCKET/PREFIX), when not the config's results.store")
 	if json {
@@ -69,7 +71,7 @@ func (f *runsFlags) open(ctx context.Context) (*detach.Records, string, error) {
 	if f.config == "" {
 		return nil, "", withCode(ExitUsage, errors.New("give the eval config the runs were launched with: -c EVAL"))
 	}
-	cfg, err := eval.LoadWith(f.config, run.Catalog{Clients: builtin.Clients(), Providers: builtin.Providers()}, eval.LoadOptions{DatasetsLoaded: true})
+	cfg, err := eval.LoadWith(f.config, run.Catalog{Clients: f.parts.Clients(), Providers: f.parts.Providers()}, eval.LoadOptions{DatasetsLoaded: true})
 	if err != nil {
 		return nil, "", withCode(ExitUsage, err)
 	}
@@ -127,7 +129,7 @@ func newRunsListCmd(stdio Stdio) *cobra.Command {
 			return nil
 		},
 	}
-	f.add(cmd, true)
+	f.add(cmd, true, stdio.parts())
 	return cmd
 }
 
@@ -200,7 +202,7 @@ func newRunsStatusCmd(stdio Stdio) *cobra.Command {
 			return nil
 		},
 	}
-	f.add(cmd, true)
+	f.add(cmd, true, stdio.parts())
 	return cmd
 }
 
@@ -317,7 +319,7 @@ collected is kept: mst run --resume RUN --detach finishes it).`,
 			}
 		},
 	}
-	f.add(cmd, false)
+	f.add(cmd, false, stdio.parts())
 	cmd.Flags().DurationVar(&f.interval, "interval", 0, "how often to read the status (default 5s)")
 	cmd.Flags().MarkHidden("interval")
 	return cmd
@@ -376,7 +378,7 @@ func newRunsLogsCmd(stdio Stdio) *cobra.Command {
 			return err
 		},
 	}
-	f.add(cmd, false)
+	f.add(cmd, false, stdio.parts())
 	return cmd
 }
 
@@ -406,6 +408,6 @@ func newRunsCancelCmd(stdio Stdio) *cobra.Command {
 			return nil
 		},
 	}
-	f.add(cmd, false)
+	f.add(cmd, false, stdio.parts())
 	return cmd
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mst-eval/mst/eval"
-	"github.com/mst-eval/mst/internal/builtin"
 	"github.com/mst-eval/mst/run"
 	"github.com/mst-eval/mst/secrets"
 )
@@ -34,7 +33,7 @@ model's API key is set there or in MST's environment, as mst run would.`,
   mst validate eval.yaml --secrets-file ~/.config/mst/secrets.env`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			local, err := builtin.Runners().Lookup("local")
+			local, err := stdio.parts().Runners().Lookup("local")
 			if err != nil {
 				return err
 			}
@@ -54,7 +53,7 @@ model's API key is set there or in MST's environment, as mst run would.`,
 			}
 			// The same plan mst run makes on this machine, which checks the
 			// servers' files too (eval.CheckFiles).
-			req := planRequest(args[0], local, set, env)
+			req := planRequest(stdio.parts(), args[0], local, set, env)
 			req.SecretsFile = secretsFile
 			plan, err := run.NewPlan(cmd.Context(), req)
 			if asJSON {

@@ -1,0 +1,219 @@
+package dataset
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// SourceDefinition describes a dataset source a plugin adds: cases read
+// from somewhere other than a file of MST's formats (a database, an HTTP
+// endpoint, a spreadsheet service). An eval config names it in its
+// datasets list:
+//
+//	datasets:
+//	  - source: acme/dataset/sqlite
+//	    options: {file: cases.db, table: smoke}
+//
+// Lifecycle: Load is called once per run, on the machine where the run is
+// launched (mst run, mst validate, mst run --detach before it ships the
+// run). The cases it returns are checked like a file's (ids present and
+// unique, input not blank, known keys only) and travel with the run, so a
+// worker, a grade worker and a detached coordinator never load a source
+// and never see its credentials.
+type SourceDefinition struct {
+	// Name is the source's full name (NAMESPACE/dataset/NAME) once
+	// registered; a plugin gives the short NAME.
+	Name        string
+	Description string
+	// Options is the JSON Schema of the entry's options, checked when the
+	// config loads.
+	Options json.RawMessage
+	// Credentials names the environment variables the source reads its
+	// credentials from. Load sees them through SourceParams.Env, filled
+	// from the secrets file or MST's environment; they go nowhere else.
+	Credentials []string
+	// Load returns the cases, in order. An error says what is wrong in the
+	// user's words (which option, which table, what to do).
+	Load func(ctx context.Context, p SourceParams) ([]Case, error)
+}
+
+// SourceParams is what a source loads with.
+type SourceParams struct {
+	// Options is the entry's options, as JSON, checked against the
+	// source's schema.
+	Options json.RawMessage
+	// Dir is the eval config's folder, absolute: relative paths in the
+	// options are relative to it.
+	Dir string
+	// Env returns the value of one of the source's Credentials.
+	Env func(name string) (string, bool)
+}
+
+// Sources holds dataset source definitions by name. A nil *Sources holds
+// none.
+type Sources struct {
+	defs map[string]*SourceDefinition
+}
+
+// NewSources returns a registry of defs; a duplicate name, or a definition
+// without Load, panics.
+func NewSources(defs ...*SourceDefinition) *Sources {
+	s := &Sources{defs: map[string]*SourceDefinition{}}
+	for _, d := range defs {
+		if _, dup := s.defs[d.Name]; dup {
+			panic(fmt.Sprintf("dataset source %q registered twice", d.Name))
+		}
+		if d.Load == nil {
+			panic(fmt.Sprintf("dataset source %q has no Load", d.Name))
+		}
+		s.defs[d.Name] = d
+	}
+	return s
+}
+
+// Lookup returns the source named name, or an error listing the known
+// ones.
+func (s *Sources) Lookup(name string) (*SourceDefinition, error) {
+	if s != nil {
+		if d, ok := s.defs[name]; ok {
+			return d, nil
+		}
+	}
+	known := s.Names()
+	if len(known) == 0 {
+		return nil, fmt.Errorf("unknown dataset source %q: no installed plugin provides a dataset source (mst plugins lists what is installed)", name)
+	}
+	return nil, fmt.Errorf("unknown dataset source %q (known: %s)", name, strings.Join(known, ", "))
+}
+
+// Names lists the sources alphabetically.
+func (s *Sources) Names() []string {
+	if s == nil {
+		return nil
+	}
+	names := make([]string, 0, len(s.defs))
+	for n := range s.defs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Spec is one entry of an eval's datasets: a case file (Path), or a
+// source's cases (Source and Options).
+type Spec struct {
+	Path    string
+	Source  string
+	Options json.RawMessage
+	// Dir is the config's folder (SourceParams.Dir).
+	Dir string
+}
+
+// Origin names the dataset in errors, in a run's loaded datasets and in
+// each case's Source: the file's path, or the source's name and its
+// options.
+func (s Spec) Origin() string {
+	if s.Source == "" {
+		return s.Path
+	}
+	opts := strings.TrimSpace(string(s.Options))
+	if opts == "" || opts == "null" {
+		opts = "{}"
+	}
+	return s.Source + " " + opts
+}
+
+// LoadSpecs reads every dataset of specs, each as a Loaded, with the
+// checks LoadAll makes across them (ids unique across all). A source's
+// cases are checked as a file's would be; their Source reads
+// "SOURCE OPTIONS:N" for the Nth case. env gives sources their
+// credentials (nil: none).
+func LoadSpecs(ctx context.Context, specs []Spec, sources *Sources, env func(string) (string, bool)) ([]Loaded, error) {
+	if len(specs) == 0 {
+		return nil, Errors{{Msg: "no datasets given"}}
+	}
+	var readers []*reader
+	for _, sp := range specs {
+		r := &reader{file: sp.Origin()}
+		if sp.Source == "" {
+			r.file = sp.Path
+			r.read()
+		} else {
+			r.readSource(ctx, sp, sources, env)
+		}
+		readers = append(readers, r)
+	}
+	if err := checkAcross(readers); err != nil {
+		return nil, err
+	}
+	out := make([]Loaded, len(readers))
+	for i, r := range readers {
+		out[i] = Loaded{Origin: specs[i].Origin(), Cases: r.cases}
+	}
+	return out, nil
+}
+
+// readSource asks a source for its cases and checks each as a case object.
+func (r *reader) readSource(ctx context.Context, sp Spec, sources *Sources, env func(string) (string, bool)) {
+	def, err := sources.Lookup(sp.Source)
+	if err != nil {
+		r.fail(0, "", err.Error())
+		return
+	}
+	if env == nil {
+		env = func(string) (string, bool) { return "", false }
+	}
+	allowed := func(name string) (string, bool) {
+		if !slices.Contains(def.Credentials, name) {
+			return "", false
+		}
+		return env(name)
+	}
+	opts := sp.Options
+	if len(opts) == 0 {
+		opts = json.RawMessage(`{}`)
+	}
+	cases, err := safeLoad(ctx, def, SourceParams{Options: opts, Dir: sp.Dir, Env: allowed})
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			r.fail(0, "", "loading was interrupted")
+			return
+		}
+		r.fail(0, "", strings.TrimRight(err.Error(), "\n"))
+		return
+	}
+	for i, c := range cases {
+		// The case goes through the same checks as a line of a JSONL
+		// file: the source's types give no guarantee about its values.
+		c.Source = ""
+		data, err := json.Marshal(c)
+		if err != nil {
+			r.fail(i+1, c.ID, "cannot encode the case: "+err.Error())
+			continue
+		}
+		v, err := newDecoder(data).value()
+		if err != nil {
+			r.fail(i+1, c.ID, "cannot read the case back: "+err.Error())
+			continue
+		}
+		r.addObject(v, i+1)
+	}
+	if len(cases) == 0 && len(r.errs) == 0 {
+		r.fail(0, "", "the source gave no cases")
+	}
+}
+
+// safeLoad calls def.Load, turning a panic into an error.
+func safeLoad(ctx context.Context, def *SourceDefinition, p SourceParams) (cases []Case, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("the dataset source %s panicked: %v", def.Name, v)
+		}
+	}()
+	return def.Load(ctx, p)
+}

@@ -1,0 +1,152 @@
+package grade
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/mst-eval/mst/transcript"
+)
+
+// Definition describes a grader kind that is not built in: one a plugin
+// adds. In an eval config or a case's expect list it is written like a
+// built-in grader, as an object with one key, its full name:
+//
+//	{"acme/grader/sql-result": {"column": "total", "equals": 42}}
+//
+// Lifecycle: New is called once per spec when the config (or a case) is
+// read, on the coordinator and again on every grade worker; it must reject
+// options it does not understand, saying which and why, and do no I/O
+// beyond reading its options. The Grader it returns is then called for
+// many transcripts, from several goroutines at once.
+type Definition struct {
+	// Name is the grader's full name (NAMESPACE/grader/NAME) once
+	// registered; a plugin gives the short NAME and MST adds the rest.
+	Name        string
+	Description string
+	// Options is the JSON Schema of the value under the grader's key. MST
+	// checks a config's graders against it before New sees them (a case's
+	// expect list is checked by New alone).
+	Options json.RawMessage
+	// New makes the grader from the value under its key.
+	New func(options json.RawMessage) (Grader, error)
+}
+
+// Registry holds the grader kinds plugins add. The built-in graders
+// (answerContains, toolCalled, judge, …) are not in it: they are always
+// there. A nil *Registry holds none.
+type Registry struct {
+	defs map[string]*Definition
+}
+
+// NewRegistry returns a registry of defs. A duplicate name, a name that
+// is a built-in grader's, or a definition without New panics.
+func NewRegistry(defs ...*Definition) *Registry {
+	r := &Registry{defs: map[string]*Definition{}}
+	for _, d := range defs {
+		r.Add(d)
+	}
+	return r
+}
+
+// Add registers d.
+func (r *Registry) Add(d *Definition) {
+	if _, dup := r.defs[d.Name]; dup || contains(graderNames(), d.Name) {
+		panic(fmt.Sprintf("grader %q registered twice", d.Name))
+	}
+	if d.New == nil {
+		panic(fmt.Sprintf("grader %q has no New", d.Name))
+	}
+	r.defs[d.Name] = d
+}
+
+// Lookup returns the grader kind named name.
+func (r *Registry) Lookup(name string) (*Definition, bool) {
+	if r == nil {
+		return nil, false
+	}
+	d, ok := r.defs[name]
+	return d, ok
+}
+
+// Names lists the registered graders alphabetically.
+func (r *Registry) Names() []string {
+	if r == nil {
+		return nil
+	}
+	names := make([]string, 0, len(r.defs))
+	for n := range r.defs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Parse is the package's Parse that also knows the registry's graders.
+func (r *Registry) Parse(spec json.RawMessage) (Grader, error) { return parse(r, spec) }
+
+// ParseAll is the package's ParseAll that also knows the registry's
+// graders.
+func (r *Registry) ParseAll(specs []json.RawMessage) ([]Grader, error) {
+	gs := make([]Grader, 0, len(specs))
+	for i, s := range specs {
+		g, err := r.Parse(s)
+		if err != nil {
+			return nil, fmt.Errorf("[%d]: %w", i, err)
+		}
+		gs = append(gs, g)
+	}
+	return gs, nil
+}
+
+// Schema is the JSON Schema of one grader spec: a built-in grader, or one
+// of the registry's, each checked against its own options schema.
+func (r *Registry) Schema() json.RawMessage {
+	names := r.Names()
+	if len(names) == 0 {
+		return Schema()
+	}
+	var alts []string
+	for _, n := range names {
+		d := r.defs[n]
+		opts := d.Options
+		if len(opts) == 0 {
+			opts = json.RawMessage(`{}`)
+		}
+		key, _ := json.Marshal(n)
+		desc, _ := json.Marshal(d.Description)
+		alts = append(alts, fmt.Sprintf(`{"type":"object","description":%s,"required":[%s],"additionalProperties":false,"properties":{%s:%s}}`, desc, key, key, opts))
+	}
+	return json.RawMessage(fmt.Sprintf(`{"anyOf":[%s,%s]}`, Schema(), strings.Join(alts, ",")))
+}
+
+// plugged is a plugin's grader: its results carry the grader's full name,
+// whatever label the plugin gives, so that a report never mixes up two
+// plugins' graders of one label.
+type plugged struct {
+	name string
+	g    Grader
+}
+
+func (p plugged) Name() string {
+	if n := p.g.Name(); n != "" && n != p.name {
+		return p.name + " " + n
+	}
+	return p.name
+}
+
+func (p plugged) Grade(t *transcript.Transcript) (r Result) {
+	defer func() {
+		// A plugin's panic is its grader's error, not MST's crash.
+		if v := recover(); v != nil {
+			r = Result{Grader: p.Name(), Error: fmt.Sprintf("the grader panicked: %v", v)}
+		}
+	}()
+	r = p.g.Grade(t)
+	r.Grader = p.Name()
+	if r.Passed {
+		r.Detail = ""
+	}
+	return r
+}
