@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // SourceDefinition describes a dataset source a plugin adds: cases read
@@ -40,6 +41,11 @@ type SourceDefinition struct {
 	// Load returns the cases, in order. An error says what is wrong in the
 	// user's words (which option, which table, what to do).
 	Load func(ctx context.Context, p SourceParams) ([]Case, error)
+	// LoadJSON, set in place of Load, returns the cases as JSON objects,
+	// each checked exactly as a line of a JSONL dataset (unknown keys
+	// included): for a source that has its cases as JSON, such as a
+	// program plugin.
+	LoadJSON func(ctx context.Context, p SourceParams) ([]json.RawMessage, error)
 }
 
 // SourceParams is what a source loads with.
@@ -58,6 +64,25 @@ type SourceParams struct {
 // none.
 type Sources struct {
 	defs map[string]*SourceDefinition
+	once sync.Once
+	load func() []*SourceDefinition
+}
+
+// NewLazySources returns a registry filled, on first use, with what load
+// returns: program plugins are started only when a source is looked up.
+func NewLazySources(load func() []*SourceDefinition) *Sources {
+	return &Sources{defs: map[string]*SourceDefinition{}, load: load}
+}
+
+func (s *Sources) ensure() {
+	if s == nil || s.load == nil {
+		return
+	}
+	s.once.Do(func() {
+		for _, d := range s.load() {
+			s.add(d)
+		}
+	})
 }
 
 // NewSources returns a registry of defs; a duplicate name, or a definition
@@ -65,20 +90,25 @@ type Sources struct {
 func NewSources(defs ...*SourceDefinition) *Sources {
 	s := &Sources{defs: map[string]*SourceDefinition{}}
 	for _, d := range defs {
-		if _, dup := s.defs[d.Name]; dup {
-			panic(fmt.Sprintf("dataset source %q registered twice", d.Name))
-		}
-		if d.Load == nil {
-			panic(fmt.Sprintf("dataset source %q has no Load", d.Name))
-		}
-		s.defs[d.Name] = d
+		s.add(d)
 	}
 	return s
+}
+
+func (s *Sources) add(d *SourceDefinition) {
+	if _, dup := s.defs[d.Name]; dup {
+		panic(fmt.Sprintf("dataset source %q registered twice", d.Name))
+	}
+	if (d.Load == nil) == (d.LoadJSON == nil) {
+		panic(fmt.Sprintf("dataset source %q must have one of Load and LoadJSON", d.Name))
+	}
+	s.defs[d.Name] = d
 }
 
 // Lookup returns the source named name, or an error listing the known
 // ones.
 func (s *Sources) Lookup(name string) (*SourceDefinition, error) {
+	s.ensure()
 	if s != nil {
 		if d, ok := s.defs[name]; ok {
 			return d, nil
@@ -96,6 +126,7 @@ func (s *Sources) Names() []string {
 	if s == nil {
 		return nil
 	}
+	s.ensure()
 	names := make([]string, 0, len(s.defs))
 	for n := range s.defs {
 		names = append(names, n)
@@ -178,7 +209,23 @@ func (r *reader) readSource(ctx context.Context, sp Spec, sources *Sources, env 
 	if len(opts) == 0 {
 		opts = json.RawMessage(`{}`)
 	}
-	cases, err := safeLoad(ctx, def, SourceParams{Options: opts, Dir: sp.Dir, Env: allowed})
+	cases, raw, err := safeLoad(ctx, def, SourceParams{Options: opts, Dir: sp.Dir, Env: allowed})
+	if err == nil && def.LoadJSON != nil {
+		// Case objects as the source wrote them: checked exactly as the
+		// lines of a JSONL file, unknown keys included.
+		for i, data := range raw {
+			v, err := newDecoder(data).value()
+			if err != nil {
+				r.fail(i+1, "", "invalid JSON: "+err.Error())
+				continue
+			}
+			r.addObject(v, i+1)
+		}
+		if len(raw) == 0 && len(r.errs) == 0 {
+			r.fail(0, "", "the source gave no cases")
+		}
+		return
+	}
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			r.fail(0, "", "loading was interrupted")
@@ -209,11 +256,16 @@ func (r *reader) readSource(ctx context.Context, sp Spec, sources *Sources, env 
 }
 
 // safeLoad calls def.Load, turning a panic into an error.
-func safeLoad(ctx context.Context, def *SourceDefinition, p SourceParams) (cases []Case, err error) {
+func safeLoad(ctx context.Context, def *SourceDefinition, p SourceParams) (cases []Case, raw []json.RawMessage, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("the dataset source %s panicked: %v", def.Name, v)
 		}
 	}()
-	return def.Load(ctx, p)
+	if def.LoadJSON != nil {
+		raw, err = def.LoadJSON(ctx, p)
+		return nil, raw, err
+	}
+	cases, err = def.Load(ctx, p)
+	return cases, nil, err
 }

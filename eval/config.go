@@ -30,6 +30,8 @@ type Config struct {
 	Description string `json:"description,omitempty"`
 	// Datasets are the case files, in order; case ids are unique across them.
 	Datasets []Dataset `json:"datasets"`
+	// Plugins are the plugins the eval needs, by namespace.
+	Plugins map[string]PluginNeed `json:"plugins,omitempty"`
 	// Servers are the MCP servers by name.
 	Servers map[string]ServerConfig `json:"servers"`
 	// Variants are the ways to answer each case, by name. VariantOrder keeps
@@ -55,10 +57,23 @@ type Config struct {
 	Hash string `json:"-"`
 }
 
-// Dataset is one case file.
+// Dataset is one case file, or the cases of a dataset source a plugin
+// adds: Path or Source is set, never both.
 type Dataset struct {
 	// Path is the file (.jsonl, .json, .yaml, .yml or .csv), absolute.
-	Path string `json:"path"`
+	Path string `json:"path,omitempty"`
+	// Source is a dataset source's full name (acme/dataset/sqlite), and
+	// Options its options.
+	Source  string          `json:"source,omitempty"`
+	Options json.RawMessage `json:"options,omitempty"`
+}
+
+// PluginNeed is a plugin an eval needs (plugins.NAMESPACE in the file).
+type PluginNeed struct {
+	// Version, when set, is the version the eval needs.
+	Version string `json:"version,omitempty"`
+	// From says where to get the plugin (a Go module path, or a page).
+	From string `json:"from,omitempty"`
 }
 
 // ServerConfig declares one MCP server: either Command (stdio) or URL

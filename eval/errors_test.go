@@ -62,7 +62,7 @@ func TestLoadErrors(t *testing.T) {
 		{
 			name:    "unknown key far from any",
 			content: head + "variants: {v: {model: offline}}\nzzz: 1\n",
-			want:    []string{"eval.yaml:6:1: zzz: unknown key (known: datasets, description, graders, limits, name, results, servers, trials, variants)"},
+			want:    []string{"eval.yaml:6:1: zzz: unknown key (known: datasets, description, graders, limits, name, plugins, results, servers, trials, variants)"},
 		},
 		{
 			name:    "type error",
@@ -124,7 +124,7 @@ variants: {v: {model: offline}}
 			want: []string{
 				"eval.yaml:4:5: datasets[1]: must be a string or an object, got number 5",
 				"eval.yaml:5:5: datasets[2]: no such file missing.csv (looked for missing.csv)",
-				"eval.yaml:6:6: datasets[3].file: unknown key (known: path)",
+				"eval.yaml:6:6: datasets[3].file: unknown key (known: options, path, source)",
 				"eval.yaml:6:5: datasets[3].path: missing required key",
 				"eval.yaml:7:5: datasets[4]: ./cases.jsonl is listed twice (also datasets[0])",
 				"eval.yaml:8:5: datasets[5]: data is a folder; give a case file (.jsonl, .json, .yaml, .yml or .csv)",

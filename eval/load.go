@@ -148,6 +148,7 @@ func (l *loader) loadData(data []byte) *Config {
 	l.migrate(root)
 	l.checkSchema(root)
 	l.checkDatasets(root)
+	l.checkPlugins(root)
 	l.checkServers(root)
 	l.checkVariants(root)
 	l.checkClientOptions(root)
@@ -272,11 +273,32 @@ func (l *loader) checkDatasets(root map[string]any) {
 	list, _ := root["datasets"].([]any)
 	seen := map[string]int{}
 	for i, item := range list {
+		at := []string{"datasets", strconv.Itoa(i)}
+		if m, ok := item.(map[string]any); ok {
+			_, hasPath := m["path"]
+			_, hasSource := m["source"]
+			_, hasOptions := m["options"]
+			switch {
+			case hasPath && hasSource:
+				l.add(at, "give path (a case file) or source (a dataset source), not both")
+				continue
+			case hasSource:
+				if !l.opts.DatasetsLoaded {
+					l.checkSource(at, m)
+				}
+				continue
+			case hasOptions:
+				l.add(child(at, "options"), "options go with source (a dataset source); a case file takes none")
+				continue
+			case !hasPath:
+				l.add(child(at, "path"), "missing required key")
+				continue
+			}
+		}
 		p, ok := datasetPath(item)
 		if !ok || p == "" {
 			continue
 		}
-		at := []string{"datasets", strconv.Itoa(i)}
 		abs := l.resolve(p)
 		if j, dup := seen[abs]; dup {
 			l.add(at, fmt.Sprintf("%s is listed twice (also datasets[%d])", p, j))
@@ -542,8 +564,9 @@ func (l *loader) decode(root map[string]any) *Config {
 	}
 	if list, ok := root["datasets"].([]any); ok {
 		for i, item := range list {
-			p, _ := datasetPath(item)
-			list[i] = map[string]any{"path": l.resolve(p)}
+			if p, ok := datasetPath(item); ok {
+				list[i] = map[string]any{"path": l.resolve(p)}
+			}
 		}
 	}
 	var buf bytes.Buffer

@@ -1,10 +1,12 @@
 package grade
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/mst-eval/mst/transcript"
 )
@@ -38,6 +40,26 @@ type Definition struct {
 // there. A nil *Registry holds none.
 type Registry struct {
 	defs map[string]*Definition
+	once sync.Once
+	load func() []*Definition
+}
+
+// NewLazyRegistry returns a registry filled, on first use, with what load
+// returns: program plugins are started only when a grader is looked up.
+func NewLazyRegistry(load func() []*Definition) *Registry {
+	return &Registry{defs: map[string]*Definition{}, load: load}
+}
+
+// ensure fills a lazy registry.
+func (r *Registry) ensure() {
+	if r == nil || r.load == nil {
+		return
+	}
+	r.once.Do(func() {
+		for _, d := range r.load() {
+			r.Add(d)
+		}
+	})
 }
 
 // NewRegistry returns a registry of defs. A duplicate name, a name that
@@ -66,6 +88,7 @@ func (r *Registry) Lookup(name string) (*Definition, bool) {
 	if r == nil {
 		return nil, false
 	}
+	r.ensure()
 	d, ok := r.defs[name]
 	return d, ok
 }
@@ -75,6 +98,7 @@ func (r *Registry) Names() []string {
 	if r == nil {
 		return nil
 	}
+	r.ensure()
 	names := make([]string, 0, len(r.defs))
 	for n := range r.defs {
 		names = append(names, n)
@@ -148,5 +172,21 @@ func (p plugged) Grade(t *transcript.Transcript) (r Result) {
 	if r.Passed {
 		r.Detail = ""
 	}
+	return r
+}
+
+type registryKey struct{}
+
+// WithRegistry returns ctx carrying r: the graders that plugins add, for
+// the code below that parses graders (a plan, a report, a grade worker).
+// mst sets it once per command.
+func WithRegistry(ctx context.Context, r *Registry) context.Context {
+	return context.WithValue(ctx, registryKey{}, r)
+}
+
+// RegistryFrom returns the registry ctx carries, nil (no plugin graders)
+// when it carries none.
+func RegistryFrom(ctx context.Context) *Registry {
+	r, _ := ctx.Value(registryKey{}).(*Registry)
 	return r
 }

@@ -29,12 +29,26 @@ const ProgramPrefix = "mst-plugin-"
 // in one response).
 const maxLine = 256 << 20
 
-// GradeTimeout bounds one grader/grade call, and StartTimeout the start of
-// a program up to its initialize response.
+// GradeTimeout bounds one grader/grade call, LoadTimeout one
+// dataset/load call, and StartTimeout the start of a program up to its
+// initialize response.
 var (
 	GradeTimeout = 60 * time.Second
+	LoadTimeout  = 10 * time.Minute
 	StartTimeout = 30 * time.Second
 )
+
+// programEnv is the environment a program plugin starts with: where
+// programs and its home are, the locale and the temporary folder.
+func programEnv() []string {
+	var env []string
+	for _, k := range []string{"PATH", "HOME", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ", "SYSTEMROOT", "PYTHONPATH", "NODE_PATH"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
 
 // Program is a program plugin: an executable that speaks Protocol. It is
 // started when first needed, serves every call of the mst process that
@@ -112,6 +126,10 @@ func (p *Program) startLocked(ctx context.Context) error {
 	defer cancel()
 	cmd := exec.Command(p.Path)
 	cmd.Dir = filepath.Dir(p.Path)
+	// The program gets a plain environment, not MST's: the credentials
+	// it needs come in its requests (dataset/load), and no other key of
+	// the run reaches it.
+	cmd.Env = programEnv()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return err
@@ -285,14 +303,18 @@ func (p *Program) Plugin(ctx context.Context) (Plugin, error) {
 		name := k.Name
 		pl.DatasetSources = append(pl.DatasetSources, &dataset.SourceDefinition{
 			Name: name, Description: k.Description, Options: k.Options, Credentials: k.Credentials,
-			Load: func(ctx context.Context, sp dataset.SourceParams) ([]dataset.Case, error) {
+			LoadJSON: func(ctx context.Context, sp dataset.SourceParams) ([]json.RawMessage, error) {
 				creds := map[string]string{}
 				for _, c := range k.Credentials {
 					if v, ok := sp.Env(c); ok {
 						creds[c] = v
 					}
 				}
-				var res DatasetLoadResult
+				ctx, cancel := context.WithTimeout(ctx, LoadTimeout)
+				defer cancel()
+				var res struct {
+					Cases []json.RawMessage `json:"cases"`
+				}
 				if err := p.call(ctx, MethodDatasetLoad, DatasetLoadParams{Name: name, Options: sp.Options, Dir: sp.Dir, Credentials: creds}, &res); err != nil {
 					return nil, err
 				}

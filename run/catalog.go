@@ -4,15 +4,23 @@ import (
 	"encoding/json"
 
 	"github.com/mst-eval/mst/client"
+	"github.com/mst-eval/mst/dataset"
+	"github.com/mst-eval/mst/eval"
 	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/provider"
 )
 
-// Catalog answers the eval loader's questions (eval.Catalog) from a build's
-// registries and the graders.
+// Catalog answers the eval loader's questions (eval.Catalog,
+// eval.SourceCatalog, eval.PluginCatalog) from a build's registries.
 type Catalog struct {
 	Clients   *client.Registry
 	Providers *provider.Registry
+	// Graders, Sources and Plugins are what plugins add (nil: none).
+	Graders *grade.Registry
+	Sources *dataset.Sources
+	// PluginVersions returns the version of this mst's plugin of a
+	// namespace (nil: it has none).
+	PluginVersions func(namespace string) (string, bool)
 }
 
 // ClientOptions returns the options schema of a client.
@@ -28,10 +36,55 @@ func (c Catalog) ClientOptions(name string) (json.RawMessage, error) {
 func (c Catalog) ProviderNames() []string { return c.Providers.Names() }
 
 // GraderSchema is the JSON Schema of one grader spec.
-func (Catalog) GraderSchema() json.RawMessage { return grade.Schema() }
+func (c Catalog) GraderSchema() json.RawMessage { return c.Graders.Schema() }
 
 // ParseGrader checks one grader spec.
-func (Catalog) ParseGrader(spec json.RawMessage) error {
-	_, err := grade.Parse(spec)
+func (c Catalog) ParseGrader(spec json.RawMessage) error {
+	_, err := c.Graders.Parse(spec)
 	return err
+}
+
+// SourceOptions returns the options schema of a dataset source.
+func (c Catalog) SourceOptions(name string) (json.RawMessage, error) {
+	d, err := c.Sources.Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	return d.Options, nil
+}
+
+// PluginVersion returns the version of a plugin of this mst.
+func (c Catalog) PluginVersion(namespace string) (string, bool) {
+	if c.PluginVersions == nil {
+		return "", false
+	}
+	return c.PluginVersions(namespace)
+}
+
+var (
+	_ eval.SourceCatalog = Catalog{}
+	_ eval.PluginCatalog = Catalog{}
+)
+
+// DatasetSpecs are the datasets of cfg, as package dataset reads them.
+func DatasetSpecs(cfg *eval.Config) []dataset.Spec {
+	specs := make([]dataset.Spec, len(cfg.Datasets))
+	for i, d := range cfg.Datasets {
+		specs[i] = dataset.Spec{Path: d.Path, Source: d.Source, Options: d.Options, Dir: cfg.Dir}
+	}
+	return specs
+}
+
+// sourceEnv gives dataset sources their credentials: the secrets file's
+// values, then MST's environment.
+func sourceEnv(req Request) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		if req.Secrets != nil {
+			if v, ok := req.Secrets.Get(name); ok {
+				return v, true
+			}
+		}
+		v, ok := req.Env[name]
+		return v, ok
+	}
 }

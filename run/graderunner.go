@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -256,11 +257,12 @@ func (g *GradeOn) bundles(ctx context.Context, st store.Run, rec transcript.Run,
 		w.Trials = append(w.Trials, k)
 	}
 	var out []*shard.Bundle
+	plugins := shard.BundlePlugins(ctx, graderNamespaces(specs, cases))
 	for i, w := range work {
 		if w == nil {
 			continue
 		}
-		b := &shard.Bundle{Run: rec, Shard: i, Work: shard.WorkGrade, Grade: w}
+		b := &shard.Bundle{Run: rec, Shard: i, Work: shard.WorkGrade, Grade: w, Plugins: plugins}
 		if err := shard.WriteBundle(filepath.Join(staging, fmt.Sprint(i)), b); err != nil {
 			return nil, nil, fmt.Errorf("writing the bundle of grade shard %d: %w", i, err)
 		}
@@ -373,3 +375,28 @@ func OnlyNames(set *secrets.Set, names []string) *secrets.Set {
 
 // JudgeKeys names the variables the plan's judges read their keys from.
 func (p *Plan) JudgeKeys() []string { return slices.Clone(p.judgeKeys) }
+
+// graderNamespaces lists the namespaces of the plugin graders that specs
+// and the cases' expect lists name ({"acme/grader/x": …}).
+func graderNamespaces(specs []json.RawMessage, cases []shard.GradeCase) []string {
+	var out []string
+	add := func(list []json.RawMessage) {
+		for _, s := range list {
+			var m map[string]json.RawMessage
+			if json.Unmarshal(s, &m) != nil {
+				continue
+			}
+			for k := range m {
+				if ns, _, ok := strings.Cut(k, "/"); ok && !slices.Contains(out, ns) {
+					out = append(out, ns)
+				}
+			}
+		}
+	}
+	add(specs)
+	for _, c := range cases {
+		add(c.Expect)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -66,7 +66,7 @@ func LoadReportWith(ctx context.Context, st store.Run, o ReportOptions) (report.
 	if err != nil {
 		return report.Report{}, err
 	}
-	byCase, err := caseGraders(info.Graders, cases, "the run's graders")
+	byCase, err := caseGraders(grade.RegistryFrom(ctx), info.Graders, cases, "the run's graders")
 	if err != nil {
 		return report.Report{}, err
 	}
@@ -352,14 +352,14 @@ func chooseGradeSet(ctx context.Context, st store.Run, id string) (store.Grades,
 
 // caseGraders parses the eval-level specs and each case's expect list:
 // the graders of every case.
-func caseGraders(specs []json.RawMessage, cases []caseSpec, what string) (map[string][]grade.Grader, error) {
-	global, err := grade.ParseAll(specs)
+func caseGraders(reg *grade.Registry, specs []json.RawMessage, cases []caseSpec, what string) (map[string][]grade.Grader, error) {
+	global, err := reg.ParseAll(specs)
 	if err != nil {
 		return nil, fmt.Errorf("%s%w", what, err)
 	}
 	byCase := make(map[string][]grade.Grader, len(cases))
 	for _, c := range cases {
-		own, err := grade.ParseAll(c.Expect)
+		own, err := reg.ParseAll(c.Expect)
 		if err != nil {
 			return nil, fmt.Errorf("case %q: expect%w", c.ID, err)
 		}

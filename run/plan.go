@@ -67,6 +67,13 @@ type Request struct {
 
 	Clients   *client.Registry
 	Providers *provider.Registry
+	// Graders are the graders plugins add; nil means those ctx carries
+	// (grade.RegistryFrom). Sources are the dataset sources plugins add,
+	// and PluginVersions gives the version of this mst's plugin of a
+	// namespace (for the eval's plugins list).
+	Graders        *grade.Registry
+	Sources        *dataset.Sources
+	PluginVersions func(namespace string) (string, bool)
 	// Secrets holds the secrets file's values. The plan adds to it the key
 	// variables its clients read, from Env (MST's own environment), where
 	// the file does not set them.
@@ -116,8 +123,13 @@ type Plan struct {
 
 	// Resume is the stored run being finished, with what it still needs.
 	Resume *Resumed
+	// Loaded are the datasets as this machine loaded them (nil when they
+	// came loaded, Request.Datasets): what a detached run ships, so that
+	// no other machine reads a dataset file or runs a dataset source.
+	Loaded []dataset.Loaded
 
 	graders   map[string][]grade.Grader // by case id: the eval's, then the case's
+	gradeReg  *grade.Registry
 	settingOf map[settingKey]int
 	// NoGrade says the run collects only (--no-grade, or a resumed run
 	// that was started so).
@@ -247,25 +259,33 @@ func NewPlan(ctx context.Context, req Request) (*Plan, error) {
 	} else if req.RetryErrored {
 		return nil, invalid(errors.New("--retry-errored goes with --resume RUN"))
 	}
-	cfg, err := eval.LoadWith(path, Catalog{Clients: req.Clients, Providers: req.Providers},
+	if req.Graders == nil {
+		req.Graders = grade.RegistryFrom(ctx)
+	}
+	cat := Catalog{Clients: req.Clients, Providers: req.Providers, Graders: req.Graders, Sources: req.Sources, PluginVersions: req.PluginVersions}
+	cfg, err := eval.LoadWith(path, cat,
 		eval.LoadOptions{Dir: req.ConfigDir, DatasetsLoaded: req.Datasets != nil})
 	if err != nil {
 		return nil, invalid(err)
 	}
 	var paths []string
-	for _, d := range cfg.Datasets {
-		paths = append(paths, d.Path)
+	for _, d := range DatasetSpecs(cfg) {
+		paths = append(paths, d.Origin())
 	}
 	var cases []dataset.Case
+	var loaded []dataset.Loaded
 	if req.Datasets != nil {
 		cases, err = loadedCases(paths, req.Datasets)
 	} else {
-		cases, err = dataset.LoadAll(paths)
+		loaded, err = dataset.LoadSpecs(ctx, DatasetSpecs(cfg), req.Sources, sourceEnv(req))
+		for _, l := range loaded {
+			cases = append(cases, l.Cases...)
+		}
 	}
 	if err != nil {
 		return nil, invalid(err)
 	}
-	p := &Plan{Config: cfg, Selection: req.Selection, ConfigOrigin: req.ConfigOrigin}
+	p := &Plan{Config: cfg, Selection: req.Selection, ConfigOrigin: req.ConfigOrigin, gradeReg: req.Graders, Loaded: loaded}
 	if req.Resume != nil {
 		if stored.ConfigHash != cfg.Hash {
 			return nil, invalid(fmt.Errorf("%w: run %s was made from a config with hash %.12s…, %s now has %.12s…; resume it with the config it ran with", ErrConfigChanged, stored.ID, stored.ConfigHash, cfg.File, cfg.Hash))
@@ -368,14 +388,14 @@ func (p *Plan) selectTrials(cases []dataset.Case) error {
 // parseGraders parses the eval's graders and each case's once; every bad
 // case is reported.
 func (p *Plan) parseGraders() error {
-	global, err := grade.ParseAll(p.Config.Graders)
+	global, err := p.gradeReg.ParseAll(p.Config.Graders)
 	if err != nil {
 		return fmt.Errorf("%s: graders%w", p.Config.File, err)
 	}
 	p.graders = make(map[string][]grade.Grader, len(p.Cases))
 	var bad []error
 	for _, c := range p.Cases {
-		own, err := grade.ParseAll(c.Expect)
+		own, err := p.gradeReg.ParseAll(c.Expect)
 		if err != nil {
 			bad = append(bad, fmt.Errorf("%s: case %q: expect%w", c.Source, c.ID, err))
 			continue

@@ -37,7 +37,7 @@ func TestReconcileLikeMaps(t *testing.T) {
 			ctx := t.Context()
 			rec := transcript.Run{Kind: "mst.run", Version: transcript.RunVersion, ID: "r", Variants: []string{"v-b", "V a"}, Trials: 2, Collect: transcript.CollectComplete}
 			cases := []dataset.Case{{ID: "c2", Input: "x"}, {ID: "C 1", Input: "x", Expect: []json.RawMessage{json.RawMessage(`{"maxToolCalls": 0}`)}}, {ID: "c0", Input: "x"}}
-			byCase, err := caseGraders([]json.RawMessage{json.RawMessage(`{"maxToolCalls": 3}`)}, cases, "test")
+			byCase, err := caseGraders(nil, []json.RawMessage{json.RawMessage(`{"maxToolCalls": 3}`)}, cases, "test")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -99,7 +99,7 @@ func Regrade(ctx context.Context, st store.Run, o RegradeOptions) (*Regraded, er
 	if o.GradersFile != "" {
 		what = o.GradersFile
 	}
-	byCase, err := caseGraders(o.Graders, cases, what)
+	byCase, err := caseGraders(grade.RegistryFrom(ctx), o.Graders, cases, what)
 	if err != nil {
 		return nil, err
 	}

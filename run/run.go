@@ -309,6 +309,10 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 // coordinator, and returns each shard's machine record.
 func runShards(ctx context.Context, p *Plan, o Options, rn runner.Runner, rec transcript.Run, todo []shard.Series, col *collector) ([]transcript.Machine, error) {
 	bundles := p.split(rec, todo, max(o.Chosen.Shards, 1))
+	plugins := shard.BundlePlugins(ctx, nil)
+	for _, b := range bundles {
+		b.Plugins = plugins
+	}
 	// With the run in a bucket, the workers of machine runners write each
 	// transcript there themselves and the coordinator reads it from there;
 	// the local runner's worker writes into the store it is given anyway.

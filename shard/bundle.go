@@ -43,6 +43,10 @@ type Bundle struct {
 	Format int            `json:"format"`
 	Run    transcript.Run `json:"run"`
 	Shard  int            `json:"shard"`
+	// Plugins are the coordinator's plugins a worker must have at the same
+	// versions (namespace to version): every Go plugin compiled into it,
+	// and the program plugins whose graders a grade shard uses.
+	Plugins map[string]string `json:"plugins,omitempty"`
 	// Work says what the shard does: WorkCollect ("" too) or WorkGrade.
 	// A collect bundle holds Settings, Cases and Trials; a grade bundle
 	// holds Grade, and its folder holds the transcripts to grade.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -62,7 +63,7 @@ func (w *GradeWorker) Run(ctx context.Context, b *Bundle, bundleDir string, in i
 	if w.Logger == nil {
 		w.Logger = slog.New(slog.DiscardHandler)
 	}
-	byCase, providers, err := gradeWorkGraders(b.Grade)
+	byCase, providers, err := gradeWorkGraders(grade.RegistryFrom(ctx), b.Grade)
 	if err != nil {
 		return fmt.Errorf("the bundle's graders: %w", err)
 	}
@@ -78,7 +79,7 @@ func (w *GradeWorker) Run(ctx context.Context, b *Bundle, bundleDir string, in i
 	})
 	defer r.tokens.close()
 	go r.readCoordinator(in, cancel)
-	if err := enc.Write(&Hello{Protocol: Protocol, MSTVersion: w.MSTVersion, Shard: b.Shard, OS: runtime.GOOS, Arch: runtime.GOARCH}); err != nil {
+	if err := enc.Write(&Hello{Protocol: Protocol, MSTVersion: w.MSTVersion, Shard: b.Shard, OS: runtime.GOOS, Arch: runtime.GOARCH, Plugins: pluginVersions(ctx, slices.Collect(maps.Keys(b.Plugins)))}); err != nil {
 		return fmt.Errorf("writing hello: %w", err)
 	}
 	hbCtx, stopHB := context.WithCancel(context.Background())
@@ -185,8 +186,8 @@ func (g *gradeRun) trial(ctx context.Context, k transcript.Key) {
 // gradeWorkGraders parses a grade bundle's graders: each case gets the
 // eval-level graders and then its own. providers lists, by case, the model
 // providers its judges use, whose room a trial of the case takes.
-func gradeWorkGraders(w *GradeWork) (byCase map[string][]grade.Grader, providers map[string][]string, err error) {
-	global, err := grade.ParseAll(w.Graders)
+func gradeWorkGraders(reg *grade.Registry, w *GradeWork) (byCase map[string][]grade.Grader, providers map[string][]string, err error) {
+	global, err := reg.ParseAll(w.Graders)
 	if err != nil {
 		return nil, nil, fmt.Errorf("graders%w", err)
 	}
@@ -194,7 +195,7 @@ func gradeWorkGraders(w *GradeWork) (byCase map[string][]grade.Grader, providers
 	providers = map[string][]string{}
 	var errs []error
 	for _, c := range w.Cases {
-		own, err := grade.ParseAll(c.Expect)
+		own, err := reg.ParseAll(c.Expect)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("case %q: expect%w", c.ID, err))
 			continue

@@ -45,8 +45,12 @@ type Hello struct {
 	ImageDigest string `json:"imageDigest,omitempty"`
 	// ClientVersions maps client name to the version the worker found.
 	ClientVersions map[string]string `json:"clientVersions,omitempty"`
-	OS             string            `json:"os"`
-	Arch           string            `json:"arch"`
+	// Plugins are the worker's plugins, namespace to version: its Go
+	// plugins, and the program plugins its bundle names. The coordinator
+	// refuses a worker whose plugins are not its bundle's Plugins.
+	Plugins map[string]string `json:"plugins,omitempty"`
+	OS      string            `json:"os"`
+	Arch    string            `json:"arch"`
 }
 
 // Acquire asks for room to run one trial under the eval's limits. The worker

@@ -8,6 +8,7 @@ import (
 	"io"
 	"iter"
 	"log/slog"
+	"maps"
 	"runtime"
 	"slices"
 	"sync"
@@ -106,7 +107,7 @@ func (w *Worker) Run(ctx context.Context, b *Bundle, in io.Reader, out io.Writer
 	defer r.tokens.close()
 	go r.readCoordinator(in, cancel)
 
-	if err := enc.Write(&Hello{Protocol: Protocol, MSTVersion: w.MSTVersion, Shard: b.Shard, OS: runtime.GOOS, Arch: runtime.GOARCH, ClientVersions: w.clientVersions(b)}); err != nil {
+	if err := enc.Write(&Hello{Protocol: Protocol, MSTVersion: w.MSTVersion, Shard: b.Shard, OS: runtime.GOOS, Arch: runtime.GOARCH, ClientVersions: w.clientVersions(b), Plugins: pluginVersions(ctx, slices.Collect(maps.Keys(b.Plugins)))}); err != nil {
 		return fmt.Errorf("writing hello: %w", err)
 	}
 	// Heartbeats start before the readiness check, which may take a while.

@@ -43,14 +43,25 @@ type Parts struct {
 	creds     *credstore.Registry
 
 	loadOnce sync.Once
-	graders  *grade.Registry
-	sources  *dataset.Sources
+	sources  []*dataset.SourceDefinition
+	graders  []*grade.Definition
+	lazyG    *grade.Registry
+	lazyS    *dataset.Sources
 }
 
 // New returns the parts of a build with the compiled-in plugins, finding
 // program plugins on searchPath (MST_PLUGIN_PATH's value).
 func New(compiled []plugin.Plugin, searchPath, mstVersion string) *Parts {
-	return &Parts{Plugins: plugin.Install(compiled, searchPath, mstVersion)}
+	p := &Parts{Plugins: plugin.Install(compiled, searchPath, mstVersion)}
+	p.lazyG = grade.NewLazyRegistry(func() []*grade.Definition {
+		p.load(context.Background())
+		return p.graders
+	})
+	p.lazyS = dataset.NewLazySources(func() []*dataset.SourceDefinition {
+		p.load(context.Background())
+		return p.sources
+	})
+	return p
 }
 
 // Builtin returns the parts of a build with no plugins.
@@ -130,18 +141,31 @@ func (p *Parts) load(ctx context.Context) {
 				ss = append(ss, &s)
 			}
 		}
-		p.graders = grade.NewRegistry(gs...)
-		p.sources = dataset.NewSources(ss...)
+		p.graders = gs
+		p.sources = ss
 	})
 }
 
 // Graders returns the graders plugins add (the built-in ones are always
-// there), starting program plugins on the first call.
-func (p *Parts) Graders(ctx context.Context) *grade.Registry { p.load(ctx); return p.graders }
+// there). Program plugins start when a grader is first looked up.
+func (p *Parts) Graders() *grade.Registry { return p.lazyG }
 
-// Sources returns the dataset sources plugins add, starting program
-// plugins on the first call.
-func (p *Parts) Sources(ctx context.Context) *dataset.Sources { p.load(ctx); return p.sources }
+// Sources returns the dataset sources plugins add. Program plugins start
+// when a source is first looked up.
+func (p *Parts) Sources() *dataset.Sources { return p.lazyS }
+
+// PluginVersion returns the version of the plugin of a namespace, starting
+// a program plugin if that is what provides it.
+func (p *Parts) PluginVersion(namespace string) (string, bool) {
+	if v, ok := p.Plugins.Versions(context.Background(), nil)[namespace]; ok {
+		return v, true
+	}
+	if _, ok := p.Plugins.Program(namespace); !ok {
+		return "", false
+	}
+	v, ok := p.Plugins.Versions(context.Background(), []string{namespace})[namespace]
+	return v, ok
+}
 
 // Close stops the program plugins that were started.
 func (p *Parts) Close() error { return p.Plugins.Close() }
@@ -160,3 +184,25 @@ func Runners() *runner.Registry { return Builtin().Runners() }
 
 // CredentialStores returns the built-in credential stores.
 func CredentialStores() *credstore.Registry { return Builtin().CredentialStores() }
+
+// ShardPlugins returns the versions a shard's workers must match: every
+// compiled-in plugin, and the program plugins of namespaces this process
+// has (shard.PluginVersions).
+func (p *Parts) ShardPlugins(namespaces []string) map[string]string {
+	out := p.Plugins.Versions(context.Background(), nil)
+	var programs []string
+	for _, ns := range namespaces {
+		if _, ok := out[ns]; ok {
+			continue
+		}
+		if _, ok := p.Plugins.Program(ns); ok {
+			programs = append(programs, ns)
+		}
+	}
+	if len(programs) > 0 {
+		for ns, v := range p.Plugins.Versions(context.Background(), programs) {
+			out[ns] = v
+		}
+	}
+	return out
+}

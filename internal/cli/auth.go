@@ -21,7 +21,6 @@ import (
 	"github.com/mst-eval/mst/credstore"
 	"github.com/mst-eval/mst/eval"
 	"github.com/mst-eval/mst/internal/builtin"
-	"github.com/mst-eval/mst/run"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/servers"
 )
@@ -170,7 +169,7 @@ func connector(parts *builtin.Parts, path, name string) (*eval.Config, eval.Serv
 	if path == "" {
 		return nil, eval.ServerConfig{}, withCode(ExitUsage, fmt.Errorf("mst auth needs the eval config that declares server %q: mst auth %s -c eval.yaml", name, shellWord(name)))
 	}
-	cfg, err := eval.Load(path, run.Catalog{Clients: parts.Clients(), Providers: parts.Providers()})
+	cfg, err := eval.Load(path, catalog(parts))
 	if err != nil {
 		return nil, eval.ServerConfig{}, withCode(ExitUsage, err)
 	}

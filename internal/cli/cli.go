@@ -16,8 +16,11 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/internal/builtin"
 	"github.com/mst-eval/mst/plugin"
+	"github.com/mst-eval/mst/run"
+	"github.com/mst-eval/mst/shard"
 )
 
 // Version is MST's version, set at build time with
@@ -139,6 +142,8 @@ func MainWith(ctx context.Context, args []string, stdio Stdio, plugins []plugin.
 		stdio.Parts = builtin.New(plugins, envMap(stdio.Env)[plugin.SearchPathVar], Version)
 	}
 	defer stdio.Parts.Close()
+	ctx = grade.WithRegistry(ctx, stdio.Parts.Graders())
+	ctx = shard.WithPluginVersions(ctx, stdio.Parts.ShardPlugins)
 	root := newRoot(stdio)
 	root.SetArgs(args)
 	root.SetIn(stdio.In)
@@ -238,6 +243,8 @@ Start with the quickstart, which runs offline with no keys:
 		newAuthCmd(stdio),
 		newCoordinateCmd(stdio),
 		newRunsCmd(stdio),
+		newPluginsCmd(stdio),
+		newBuildCmd(stdio),
 	)
 	usageErrors(root)
 	return root
@@ -277,4 +284,13 @@ func envMap(env []string) map[string]string {
 		}
 	}
 	return m
+}
+
+// catalog is what eval configs are checked against: the registries of
+// parts, plugins included.
+func catalog(parts *builtin.Parts) run.Catalog {
+	return run.Catalog{
+		Clients: parts.Clients(), Providers: parts.Providers(),
+		Graders: parts.Graders(), Sources: parts.Sources(), PluginVersions: parts.PluginVersion,
+	}
 }

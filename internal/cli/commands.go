@@ -23,7 +23,7 @@ mst compare print with --json.`,
   mst schema report > mst-report.schema.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := stdio.Out.Write(eval.Schema(run.Catalog{Clients: stdio.parts().Clients(), Providers: stdio.parts().Providers()}))
+			_, err := stdio.Out.Write(eval.Schema(catalog(stdio.parts())))
 			return err
 		},
 	}

@@ -72,11 +72,11 @@ type detachLaunch struct {
 	rdef *runner.Definition
 	// options are the runner's own options, for its coordinator machine.
 	options map[string]string
-	// configFile is the eval config to ship; datasets the absolute paths
-	// of the dataset files to load into datasets.json; graders the
-	// --graders file's graders (mst grade).
+	// configFile is the eval config to ship; datasets the datasets as
+	// loaded here, for datasets.json; graders the --graders file's
+	// graders (mst grade).
 	configFile string
-	datasets   []string
+	datasets   []dataset.Loaded
 	graders    []json.RawMessage
 	// secretsFile is the --secrets-file path ("" for none), whose content
 	// goes on mst coordinate's stdin; secretNames its names.
@@ -205,13 +205,7 @@ func launchDetached(ctx context.Context, stdout, stderr io.Writer, l detachLaunc
 	if err := os.WriteFile(filepath.Join(bundle, s.Config), data, 0o600); err != nil {
 		return err
 	}
-	var loaded []dataset.Loaded
-	if len(l.datasets) > 0 {
-		if loaded, err = dataset.LoadFiles(l.datasets); err != nil {
-			return withCode(ExitUsage, err)
-		}
-	}
-	if err := dataset.WriteLoaded(filepath.Join(bundle, detach.DatasetsFile), loaded); err != nil {
+	if err := dataset.WriteLoaded(filepath.Join(bundle, detach.DatasetsFile), l.datasets); err != nil {
 		return err
 	}
 	if l.graders != nil {
@@ -483,12 +477,8 @@ func detachRun(ctx context.Context, parts *builtin.Parts, stdout, stderr io.Writ
 	if f.store.name != "" && f.store.name != credstore.LocalName {
 		spec.Store, spec.StoreOptions = f.store.name, f.store.options
 	}
-	var datasets []string
-	for _, d := range plan.Config.Datasets {
-		datasets = append(datasets, d.Path)
-	}
 	return launchDetached(ctx, stdout, stderr, detachLaunch{
-		spec: spec, rdef: rdef, options: chosen.Options, configFile: plan.Config.File, datasets: datasets,
+		spec: spec, rdef: rdef, options: chosen.Options, configFile: plan.Config.File, datasets: plan.Loaded,
 		secretsFile: f.secretsFile, secretNames: secretNames(f.secretsFile), hostPaths: planHostPaths(plan),
 		records: records, flags: f.detach, runDeadline: f.deadline, json: f.json, logger: logger,
 	})

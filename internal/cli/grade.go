@@ -114,7 +114,7 @@ func gradeRun(ctx context.Context, stdio Stdio, ref string, f gradeFlags) (err e
 	providers := stdio.parts().Providers()
 	var cfg *eval.Config
 	if path != "" {
-		cfg, err = eval.LoadWith(path, run.Catalog{Clients: stdio.parts().Clients(), Providers: providers},
+		cfg, err = eval.LoadWith(path, catalog(stdio.parts()),
 			eval.LoadOptions{Dir: f.detach.configDir, DatasetsLoaded: f.detach.loadedDatasets != ""})
 	}
 	if cfg == nil && f.graders == "" {

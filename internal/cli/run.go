@@ -142,6 +142,7 @@ func planRequest(parts *builtin.Parts, path string, rdef *runner.Definition, set
 	return run.Request{
 		ConfigFile: path, OS: rdef.OS, ThisMachine: rdef.ThisMachine,
 		Clients: clients, Providers: parts.Providers(),
+		Graders: parts.Graders(), Sources: parts.Sources(), PluginVersions: parts.PluginVersion,
 		Secrets: set, Env: envMap(env),
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/mst-eval/mst/detach"
 	"github.com/mst-eval/mst/eval"
 	"github.com/mst-eval/mst/internal/builtin"
-	"github.com/mst-eval/mst/run"
 	"github.com/mst-eval/mst/transcript"
 )
 
@@ -71,7 +70,7 @@ func (f *runsFlags) open(ctx context.Context) (*detach.Records, string, error) {
 	if f.config == "" {
 		return nil, "", withCode(ExitUsage, errors.New("give the eval config the runs were launched with: -c EVAL"))
 	}
-	cfg, err := eval.LoadWith(f.config, run.Catalog{Clients: f.parts.Clients(), Providers: f.parts.Providers()}, eval.LoadOptions{DatasetsLoaded: true})
+	cfg, err := eval.LoadWith(f.config, catalog(f.parts), eval.LoadOptions{DatasetsLoaded: true})
 	if err != nil {
 		return nil, "", withCode(ExitUsage, err)
 	}
