@@ -62,6 +62,7 @@ type Program struct {
 	mu       sync.Mutex
 	cmd      *exec.Cmd
 	stdin    io.WriteCloser
+	stdout   io.ReadCloser
 	lines    *bufio.Scanner
 	stderr   *tailbuf.Buffer
 	nextID   int64
@@ -130,6 +131,9 @@ func (p *Program) startLocked(ctx context.Context) error {
 	// it needs come in its requests (dataset/load), and no other key of
 	// the run reaches it.
 	cmd.Env = programEnv()
+	// A child the program leaves behind may hold its stderr open; Wait
+	// stops waiting for it a second after the program ends.
+	cmd.WaitDelay = time.Second
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return err
@@ -143,11 +147,12 @@ func (p *Program) startLocked(ctx context.Context) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("plugin %s: starting %s: %w", p.Namespace, p.Path, err)
 	}
-	p.cmd, p.stdin = cmd, stdin
+	p.cmd, p.stdin, p.stdout = cmd, stdin, stdout
 	p.lines = bufio.NewScanner(stdout)
 	p.lines.Buffer(make([]byte, 64<<10), maxLine)
 	var m Manifest
 	if err := p.callLocked(ctx, MethodInitialize, InitializeParams{Protocol: Protocol, MSTVersion: p.MSTVersion}, &m); err != nil {
+		p.stopLocked()
 		return fmt.Errorf("plugin %s: %s did not initialize: %w", p.Namespace, p.Path, err)
 	}
 	if m.Protocol != Protocol {
@@ -267,6 +272,9 @@ func (p *Program) stopLocked() {
 	cmd := p.cmd
 	p.cmd = nil
 	p.stdin.Close()
+	// A child of the program may hold its stdout open: closing our end
+	// ends a read that waits on it.
+	p.stdout.Close()
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
 	select {
