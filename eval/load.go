@@ -260,7 +260,13 @@ func (l *loader) checkSchema(root map[string]any) {
 		}
 		if err := l.cat.ParseGrader(raw); err != nil {
 			problems = slices.DeleteFunc(problems, func(p problem) bool { return hasPrefix(p.tokens, at) })
-			problems = append(problems, problem{at, err.Error()})
+			msg := err.Error()
+			if m, ok := g.(map[string]any); ok && len(m) == 1 && strings.HasPrefix(msg, "unknown grader") {
+				for k := range m {
+					msg += l.installHint(k)
+				}
+			}
+			problems = append(problems, problem{at, msg})
 		}
 	}
 	for _, p := range problems {
@@ -538,7 +544,7 @@ func (l *loader) checkClientOptions(root map[string]any) {
 func (l *loader) clientSchema(client string) (*compiledSchema, string) {
 	raw, err := l.cat.ClientOptions(client)
 	if err != nil {
-		return nil, err.Error()
+		return nil, err.Error() + l.installHint(client)
 	}
 	var doc any = map[string]any{"type": "object", "additionalProperties": false}
 	if len(bytes.TrimSpace(raw)) > 0 {

@@ -89,10 +89,10 @@ func (l *loader) checkPlugins(root map[string]any) {
 // installHint is the end of an error about an unknown name of a plugin
 // kind: how to get the plugin, when the eval lists it.
 func (l *loader) installHint(full string) string {
-	ns, _, ok := strings.Cut(full, "/")
-	if !ok {
+	if strings.Count(full, "/") != 2 {
 		return ""
 	}
+	ns, _, _ := strings.Cut(full, "/")
 	need, _ := l.doc.root.(map[string]any)["plugins"].(map[string]any)
 	entry, listed := need[ns].(map[string]any)
 	if !listed {

@@ -85,7 +85,7 @@ func parse(reg *Registry, spec json.RawMessage) (Grader, error) {
 		return nil, fmt.Errorf("unknown grader %q (did you mean %s?)", key, s)
 	}
 	if strings.Count(key, "/") == 2 {
-		return nil, fmt.Errorf("unknown grader %q: no installed plugin provides it (mst plugins lists what is installed; the eval config's plugins list says where to get it)", key)
+		return nil, fmt.Errorf("unknown grader %q: no plugin of this mst provides it (mst plugins lists them)", key)
 	}
 	return nil, fmt.Errorf("unknown grader %q (known: %s)", key, strings.Join(known, ", "))
 }

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/dataset"
 	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/internal/tailbuf"
@@ -167,7 +168,7 @@ func (p *Program) startLocked(ctx context.Context) error {
 		p.stopLocked()
 		return fmt.Errorf("plugin %s: %s gives no version in its initialize result", p.Namespace, p.Path)
 	}
-	for _, k := range append(slices.Clone(m.DatasetSources), m.Graders...) {
+	for _, k := range slices.Concat(m.DatasetSources, m.Graders, m.Clients) {
 		if err := CheckName(k.Name); err != nil {
 			p.stopLocked()
 			return fmt.Errorf("plugin %s: %w", p.Namespace, err)
@@ -330,6 +331,9 @@ func (p *Program) Plugin(ctx context.Context) (Plugin, error) {
 			},
 		})
 	}
+	for _, k := range m.Clients {
+		pl.Clients = append(pl.Clients, p.programClient(k))
+	}
 	for _, k := range m.Graders {
 		name := k.Name
 		pl.Graders = append(pl.Graders, &grade.Definition{
@@ -366,4 +370,73 @@ func (g *programGrader) Grade(t *transcript.Transcript) grade.Result {
 		return grade.Result{Error: fmt.Sprintf("plugin %s: %v", g.p.Namespace, err)}
 	}
 	return grade.Result{Passed: res.Passed, Detail: res.Detail, Error: res.Error}
+}
+
+// programClient returns the client.Definition of one client a program
+// adds: a run-only client behind MST's proxies, one trial at a time.
+func (p *Program) programClient(k ManifestKind) *client.Definition {
+	name := k.Name
+	d := &client.Definition{
+		Name: name, Description: k.Description, Options: k.Options,
+		Requirements:   client.Requirements{Credentials: k.Credentials, Setup: "install " + p.Path + " on the machines that run trials, at the coordinator's version"},
+		ModelProviders: k.ModelProviders,
+		Timeout:        time.Duration(k.TimeoutSeconds) * time.Second,
+		KeyVars:        k.Credentials,
+		ProxiedServers: true,
+		Version:        func() string { return p.version() },
+	}
+	d.Run = func(ctx context.Context, op client.OpenParams, t client.Trial) (client.Result, error) {
+		params := ClientRunParams{
+			Name: name, Variant: op.Variant, Model: op.Model, Options: op.Options,
+			TimeoutMs: op.Timeout.Milliseconds(), Credentials: map[string]string{},
+			Trial:   ClientTrial{Key: t.Key, Prompt: t.Prompt, Metadata: t.Metadata},
+			Servers: []ClientServer{},
+		}
+		for _, c := range k.Credentials {
+			if v, ok := op.Env[c]; ok {
+				params.Credentials[c] = v
+			}
+		}
+		for _, s := range op.TrialServers(t) {
+			params.Servers = append(params.Servers, ClientServer{Name: s.Name, URL: s.URL, Headers: s.Headers})
+		}
+		var res ClientRunResult
+		if err := p.call(ctx, MethodClientRun, params, &res); err != nil {
+			return client.Result{}, fmt.Errorf("plugin %s: %w", p.Namespace, err)
+		}
+		out := client.Result{
+			Answer: res.Answer, Messages: res.Messages, ToolCalls: res.ToolCalls, Usage: res.Usage,
+			ClientVersion: p.version(), ClientTelemetry: res.Telemetry,
+		}
+		switch {
+		case res.Outcome != nil:
+			out.Outcome = *res.Outcome
+			switch out.Outcome.Status {
+			case transcript.Answered, transcript.NoAnswer:
+			case transcript.Errored:
+				if out.Outcome.Cause == "" {
+					out.Outcome.Cause = transcript.CauseClient
+				}
+			default:
+				out.Outcome = transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseClient,
+					Detail: fmt.Sprintf("the plugin gave the outcome %q; a client gives answered, no-answer or errored", res.Outcome.Status)}
+			}
+		case res.Answer != "":
+			out.Outcome = transcript.Outcome{Status: transcript.Answered}
+		default:
+			out.Outcome = transcript.Outcome{Status: transcript.NoAnswer}
+		}
+		return out, nil
+	}
+	return d
+}
+
+// version is the program's version, "" before it initialized.
+func (p *Program) version() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.manifest == nil {
+		return ""
+	}
+	return p.manifest.Version
 }

@@ -40,6 +40,7 @@ const (
 	MethodDatasetLoad = "dataset/load"
 	MethodGraderCheck = "grader/check"
 	MethodGraderGrade = "grader/grade"
+	MethodClientRun   = "client/run"
 	MethodShutdown    = "shutdown"
 )
 
@@ -58,6 +59,7 @@ type Manifest struct {
 	Description    string         `json:"description,omitempty"`
 	DatasetSources []ManifestKind `json:"datasetSources,omitempty"`
 	Graders        []ManifestKind `json:"graders,omitempty"`
+	Clients        []ManifestKind `json:"clients,omitempty"`
 }
 
 // ManifestKind is one kind a program plugin adds, by its short name.
@@ -66,9 +68,57 @@ type ManifestKind struct {
 	Description string `json:"description,omitempty"`
 	// Options is the JSON Schema of the kind's options.
 	Options json.RawMessage `json:"options,omitempty"`
-	// Credentials (dataset sources) names the environment variables whose
-	// values dataset/load receives.
+	// Credentials (dataset sources, clients) names the environment
+	// variables whose values dataset/load and client/run receive.
 	Credentials []string `json:"credentials,omitempty"`
+	// TimeoutSeconds (clients) is a trial's timeout when the variant sets
+	// none; it must agree with the default of "timeout" in Options.
+	TimeoutSeconds int `json:"timeoutSeconds,omitempty"`
+	// ModelProviders (clients) lists the providers of the models the
+	// client runs ("anthropic", "offline"); empty means any model.
+	ModelProviders []string `json:"modelProviders,omitempty"`
+}
+
+// ClientRunParams are client/run's params: one trial. Servers are MST's
+// proxies in front of the variant's servers, streamable-HTTP endpoints on
+// the loopback; the client must send each one's Headers. Every call
+// through them is recorded, and compared with the calls the client
+// reports (ClientRunResult.ToolCalls).
+type ClientRunParams struct {
+	Name        string            `json:"name"`
+	Variant     string            `json:"variant"`
+	Model       string            `json:"model"`
+	Options     json.RawMessage   `json:"options,omitempty"`
+	TimeoutMs   int64             `json:"timeoutMs,omitempty"`
+	Credentials map[string]string `json:"credentials,omitempty"`
+	Trial       ClientTrial       `json:"trial"`
+	Servers     []ClientServer    `json:"servers"`
+}
+
+// ClientTrial is the trial of client/run.
+type ClientTrial struct {
+	transcript.Key
+	Prompt   string         `json:"prompt"`
+	Metadata map[string]any `json:"metadata,omitempty"`
+}
+
+// ClientServer is one server of client/run.
+type ClientServer struct {
+	Name    string            `json:"name"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// ClientRunResult is client/run's result. Outcome defaults to answered
+// when Answer is not empty, else no-answer; its status may be answered,
+// no-answer or errored (with a detail).
+type ClientRunResult struct {
+	Answer    string                `json:"answer"`
+	Messages  []transcript.Message  `json:"messages,omitempty"`
+	ToolCalls []transcript.ToolCall `json:"toolCalls,omitempty"`
+	Usage     transcript.Usage      `json:"usage,omitzero"`
+	Outcome   *transcript.Outcome   `json:"outcome,omitempty"`
+	Telemetry map[string]any        `json:"telemetry,omitempty"`
 }
 
 // DatasetLoadParams are dataset/load's params. Credentials holds the

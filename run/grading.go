@@ -110,7 +110,10 @@ func (p *Plan) resolveJudges(req Request, noGrade bool) error {
 // secret except the keys only judges read. Judges run where the run is
 // graded, never in a collect worker, so their keys stay here.
 func (p *Plan) workerSecrets(set *secrets.Set) *secrets.Set {
-	if set == nil || len(p.judgeKeys) == 0 {
+	// Judges' keys and dataset sources' credentials are used on this
+	// machine only, unless a client or a server needs the same variable.
+	unneeded := append(slices.Clone(p.judgeKeys), p.sourceCreds...)
+	if set == nil || len(unneeded) == 0 {
 		return set
 	}
 	keep := map[string]bool{}
@@ -126,7 +129,7 @@ func (p *Plan) workerSecrets(set *secrets.Set) *secrets.Set {
 		}
 	}
 	drop := false
-	for _, k := range p.judgeKeys {
+	for _, k := range unneeded {
 		drop = drop || !keep[k]
 	}
 	if !drop {
@@ -134,7 +137,7 @@ func (p *Plan) workerSecrets(set *secrets.Set) *secrets.Set {
 	}
 	out := secrets.New()
 	for _, name := range set.Names() {
-		if slices.Contains(p.judgeKeys, name) && !keep[name] {
+		if slices.Contains(unneeded, name) && !keep[name] {
 			continue
 		}
 		v, _ := set.Get(name)

@@ -130,6 +130,9 @@ type Plan struct {
 
 	graders   map[string][]grade.Grader // by case id: the eval's, then the case's
 	gradeReg  *grade.Registry
+	// sourceCreds are the variables the dataset sources read: never sent
+	// to a worker (workerSecrets).
+	sourceCreds []string
 	settingOf map[settingKey]int
 	// NoGrade says the run collects only (--no-grade, or a resumed run
 	// that was started so).
@@ -286,6 +289,11 @@ func NewPlan(ctx context.Context, req Request) (*Plan, error) {
 		return nil, invalid(err)
 	}
 	p := &Plan{Config: cfg, Selection: req.Selection, ConfigOrigin: req.ConfigOrigin, gradeReg: req.Graders, Loaded: loaded}
+	for _, d := range cfg.Datasets {
+		if def, err := req.Sources.Lookup(d.Source); d.Source != "" && err == nil {
+			p.sourceCreds = append(p.sourceCreds, def.Credentials...)
+		}
+	}
 	if req.Resume != nil {
 		if stored.ConfigHash != cfg.Hash {
 			return nil, invalid(fmt.Errorf("%w: run %s was made from a config with hash %.12s…, %s now has %.12s…; resume it with the config it ran with", ErrConfigChanged, stored.ID, stored.ConfigHash, cfg.File, cfg.Hash))

@@ -309,9 +309,16 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 // coordinator, and returns each shard's machine record.
 func runShards(ctx context.Context, p *Plan, o Options, rn runner.Runner, rec transcript.Run, todo []shard.Series, col *collector) ([]transcript.Machine, error) {
 	bundles := p.split(rec, todo, max(o.Chosen.Shards, 1))
-	plugins := shard.BundlePlugins(ctx, nil)
 	for _, b := range bundles {
-		b.Plugins = plugins
+		// Every Go plugin, and the program plugins whose clients the
+		// shard runs: its worker must have them at these versions.
+		var namespaces []string
+		for _, s := range b.Settings {
+			if ns, _, ok := strings.Cut(s.Client, "/"); ok && !slices.Contains(namespaces, ns) {
+				namespaces = append(namespaces, ns)
+			}
+		}
+		b.Plugins = shard.BundlePlugins(ctx, namespaces)
 	}
 	// With the run in a bucket, the workers of machine runners write each
 	// transcript there themselves and the coordinator reads it from there;

@@ -270,6 +270,12 @@ func (r *Registry) Lookup(name string) (*Definition, error) {
 	if d, ok := r.defs[name]; ok {
 		return d, nil
 	}
+	if parts := strings.Split(name, "/"); len(parts) == 3 {
+		if parts[1] == "env" {
+			return nil, fmt.Errorf("unknown runner %q: plugin environments are runners now; use %s/runner/%s", name, parts[0], parts[2])
+		}
+		return nil, fmt.Errorf("unknown runner %q: no plugin of this mst provides it (mst plugins lists them; a Go plugin is compiled in with mst build --with MODULE; known: %s)", name, strings.Join(r.Names(), ", "))
+	}
 	return nil, fmt.Errorf("unknown runner %q (known: %s)", name, strings.Join(r.Names(), ", "))
 }
 

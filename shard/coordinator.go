@@ -287,11 +287,9 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 						shard, m.Protocol, m.MSTVersion, Protocol, c.MSTVersion)
 				}
 				res.Hello = m
-				var want map[string]string
-				if bundle != nil {
-					want = bundle.Plugins
-				}
-				if err := comparePlugins(want, m.Plugins); err != nil {
+				// (Without the shard's bundle there is nothing to compare
+				// the worker's plugins with.)
+				if err := checkPlugins(bundle, m.Plugins); err != nil {
 					enc.Write(&Cancel{Reason: ReasonVersionMismatch})
 					return res, fmt.Errorf("shard %d: the worker does not run the coordinator's plugins (%s): install the same plugins, at the same versions, on the worker machine, or use the same mst build there; no trial ran", shard, err)
 				}

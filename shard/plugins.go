@@ -42,6 +42,15 @@ func BundlePlugins(ctx context.Context, namespaces []string) map[string]string {
 	return pluginVersions(ctx, namespaces)
 }
 
+// checkPlugins compares the worker's plugins with those of its bundle; nil
+// when there is no bundle.
+func checkPlugins(b *Bundle, have map[string]string) error {
+	if b == nil {
+		return nil
+	}
+	return comparePlugins(b.Plugins, have)
+}
+
 // comparePlugins says how a worker's plugins differ from those its bundle
 // asks for, or returns nil when they are the same.
 func comparePlugins(want, have map[string]string) error {

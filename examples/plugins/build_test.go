@@ -36,8 +36,9 @@ func TestCustomBuild(t *testing.T) {
 		t.Fatalf("mst build printed %q, want the path %s", out, custom)
 	}
 
-	pluginPath, _ := filepath.Abs("dataset-python")
-	env := []string{"MST_PLUGIN_PATH=" + pluginPath}
+	sqlPath, _ := filepath.Abs("dataset-python")
+	pyPath, _ := filepath.Abs("client-python")
+	env := []string{"MST_PLUGIN_PATH=" + sqlPath + string(filepath.ListSeparator) + pyPath}
 
 	// mst plugins lists all four, with every kind.
 	var list struct {
@@ -61,7 +62,7 @@ func TestCustomBuild(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"acme-infra/runner/subdir", "acme-bots/client/echo-agent", "acme/grader/answer-length", "acmesql/dataset/sqlite", "acmesql/grader/contains-all"} {
+	for _, want := range []string{"acme-infra/runner/subdir", "acme-bots/client/echo-agent", "acme/grader/answer-length", "acmesql/dataset/sqlite", "acmesql/grader/contains-all", "acmepy/client/first-tool"} {
 		if !kinds[want] {
 			t.Errorf("mst plugins lists no %s; it lists %v", want, kinds)
 		}
@@ -80,6 +81,7 @@ servers:
   weather: {command: ` + filepath.Join(bin, "weather") + `}
 variants:
   echo: {client: acme-bots/client/echo-agent, model: offline}
+  py: {client: acmepy/client/first-tool, model: offline}
 trials: 2
 graders:
   - acme/grader/answer-length: {min: 1, max: 100000}
@@ -89,6 +91,7 @@ plugins:
   acme-bots: {version: 1.0.0, from: example.com/mst-plugins/client}
   acme-infra: {version: 1.0.0, from: example.com/mst-plugins/runner}
   acmesql: {version: 1.0.0, from: https://example.com/acmesql}
+  acmepy: {version: 1.0.0, from: https://example.com/acmepy}
 `
 	evalFile := filepath.Join(dir, "eval.yaml")
 	if err := os.WriteFile(evalFile, []byte(config), 0o644); err != nil {
@@ -123,15 +126,20 @@ plugins:
 			if err := json.Unmarshal([]byte(out), &rep); err != nil {
 				t.Fatalf("mst run --json: %v\n%s", err, out)
 			}
-			// Three cases from the SQLite file, two trials each, all
-			// answered and graded by both plugin graders. The echo-agent
-			// and the weather server are deterministic: the same 2 of 6
-			// pass on every runner.
-			if len(rep.Variants) != 1 {
-				t.Fatalf("mst run --json: %d variants, want 1\n%s", len(rep.Variants), out)
+			// Three cases from the SQLite file, two trials each, under a
+			// Go client and a Python one, all graded by both plugin
+			// graders. The clients and the weather server are
+			// deterministic: the same 2 of 6 pass on every runner.
+			if len(rep.Variants) != 2 {
+				t.Fatalf("mst run --json: %d variants, want 2\n%s", len(rep.Variants), out)
 			}
-			if v := rep.Variants[0]; v.Trials != 6 || v.Graded != 6 || v.Passed != 2 {
-				t.Errorf("variant %s: %d trials, %d graded, %d passed; want 6, 6, 2\n%s", v.Variant, v.Trials, v.Graded, v.Passed, out)
+			for _, v := range rep.Variants {
+				if v.Trials != 6 || v.Graded != 6 {
+					t.Errorf("variant %s: %d trials, %d graded; want 6 and 6\n%s", v.Variant, v.Trials, v.Graded, out)
+				}
+				if v.Passed != 2 {
+					t.Errorf("variant %s: %d passed, want 2", v.Variant, v.Passed)
+				}
 			}
 		})
 	}

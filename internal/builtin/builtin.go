@@ -42,6 +42,8 @@ type Parts struct {
 	runners   *runner.Registry
 	creds     *credstore.Registry
 
+	clientsOnce sync.Once
+
 	loadOnce sync.Once
 	sources  []*dataset.SourceDefinition
 	graders  []*grade.Definition
@@ -115,8 +117,24 @@ func (p *Parts) build() {
 // Providers returns the model providers.
 func (p *Parts) Providers() *provider.Registry { p.build(); return p.providers }
 
-// Clients returns the clients.
-func (p *Parts) Clients() *client.Registry { p.build(); return p.clients }
+// Clients returns the clients, those of program plugins included: the
+// first call starts the program plugins.
+func (p *Parts) Clients() *client.Registry {
+	p.build()
+	p.clientsOnce.Do(func() {
+		for _, pl := range p.Plugins.Load(context.Background()) {
+			if _, ok := p.Plugins.Program(pl.Namespace); !ok {
+				continue // compiled in: registered by build
+			}
+			for _, d := range pl.Clients {
+				c := *d
+				c.Name = plugin.FullName(pl.Namespace, plugin.KindClient, d.Name)
+				p.clients.Add(&c)
+			}
+		}
+	})
+	return p.clients
+}
 
 // Runners returns the runners.
 func (p *Parts) Runners() *runner.Registry { p.build(); return p.runners }

@@ -172,6 +172,9 @@ func usageErrors(c *cobra.Command) {
 		// mst auth SERVER, checks its own arguments.)
 		c.Args = func(cmd *cobra.Command, a []string) error {
 			if len(a) > 0 {
+				if now, ok := renamedCommands[a[0]]; ok && !cmd.HasParent() {
+					return fmt.Errorf("mst %s was renamed: use mst %s (see mst %s --help)", a[0], now, now)
+				}
 				return fmt.Errorf("unknown command %q for %q; see %s --help", a[0], cmd.CommandPath(), cmd.CommandPath())
 			}
 			return nil
@@ -188,10 +191,15 @@ func usageErrors(c *cobra.Command) {
 	}
 }
 
+// renamedCommands are commands an earlier MST had, with their
+// replacement.
+var renamedCommands = map[string]string{"env": "runner", "environment": "runner", "envs": "runner"}
+
 // renamedFlags are flags an earlier MST took, with their replacement.
 var renamedFlags = map[string]string{
 	"env":        "runner",
 	"env-option": "runner-option",
+	"grade-env":  "grade-runner",
 }
 
 // renamedFlag words the error of an unknown flag that an earlier MST took,

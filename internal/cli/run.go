@@ -76,7 +76,7 @@ and --limit.
 
 Clients get, as environment variables, the KEY=value lines of --secrets-file
 and, from MST's own environment, only the key variables the run's clients
-read: ` + wrapList(keyVarNames(stdio.parts()), ", ") + `, and any variable a
+read: ` + wrapList(keyVarNames(builtin.Builtin()), ", ") + `, and any variable a
 variant names with clientOptions.apiKeyEnv (the file wins when both set one).
 Every one of these values is replaced by [redacted:KEY] in everything the run
 stores and prints.
