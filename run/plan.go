@@ -128,12 +128,12 @@ type Plan struct {
 	// no other machine reads a dataset file or runs a dataset source.
 	Loaded []dataset.Loaded
 
-	graders   map[string][]grade.Grader // by case id: the eval's, then the case's
-	gradeReg  *grade.Registry
+	graders  map[string][]grade.Grader // by case id: the eval's, then the case's
+	gradeReg *grade.Registry
 	// sourceCreds are the variables the dataset sources read: never sent
 	// to a worker (workerSecrets).
 	sourceCreds []string
-	settingOf map[settingKey]int
+	settingOf   map[settingKey]int
 	// NoGrade says the run collects only (--no-grade, or a resumed run
 	// that was started so).
 	NoGrade bool
