@@ -84,7 +84,11 @@ func sourceEnv(req Request) func(string) (string, bool) {
 				return v, true
 			}
 		}
-		v, ok := req.Env[name]
+		env := req.Env
+		if req.SourceEnv != nil {
+			env = req.SourceEnv
+		}
+		v, ok := env[name]
 		return v, ok
 	}
 }

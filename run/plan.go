@@ -79,6 +79,11 @@ type Request struct {
 	// the file does not set them.
 	Secrets *secrets.Set
 	Env     map[string]string
+	// SourceEnv, when not nil, is where dataset sources find the
+	// credentials the secrets file does not set, in place of Env (mst
+	// validate checks no key in Env without a secrets file, but a source
+	// still needs its credentials to load).
+	SourceEnv map[string]string
 	// SecretsFile is the secrets file's path ("" for none), named in the
 	// error about a key that neither it nor Env sets.
 	SecretsFile string

@@ -55,6 +55,7 @@ model's API key is set there or in MST's environment, as mst run would.`,
 			// servers' files too (eval.CheckFiles).
 			req := planRequest(stdio.parts(), args[0], local, set, env)
 			req.SecretsFile = secretsFile
+			req.SourceEnv = envMap(stdio.Env)
 			plan, err := run.NewPlan(cmd.Context(), req)
 			if asJSON {
 				res := validation{envelope: envelope{kindValidate, 1}, File: args[0], Valid: err == nil}
