@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mst-eval/mst/internal/testneed"
 )
 
 // TestCustomBuild builds an mst with the three Go example plugins compiled
@@ -177,12 +179,5 @@ func mstFails(t *testing.T, bin string, env []string, args ...string) (string, i
 // needPython returns python3, failing under CI when it is missing.
 func needPython(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("python3")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("python3 is not on PATH (%v); CI must have it for the program plugin", err)
-		}
-		t.Skipf("python3 is not on PATH: %v", err)
-	}
-	return p
+	return testneed.Program(t, "python3", "the program plugins need it (apt-get install python3)")
 }

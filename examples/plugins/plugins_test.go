@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/mst-eval/mst/internal/testneed"
 )
 
 // goModules are the folders of the example plugins that are Go modules.
@@ -19,14 +21,7 @@ var goModules = []string{"grader", "client", "runner"}
 // except under CI, where that fails it.
 func needGo(t *testing.T) string {
 	t.Helper()
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("go is not on PATH (%v); CI must have it to test the example plugins", err)
-		}
-		t.Skipf("go is not on PATH: %v", err)
-	}
-	return goCmd
+	return testneed.Program(t, "go", "the example plugins are built with it (install Go 1.26)")
 }
 
 // runGo runs `go args…` in dir with the test's context and fails the test,

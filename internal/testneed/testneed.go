@@ -6,6 +6,7 @@ package testneed
 
 import (
 	"os"
+	"os/exec"
 	"testing"
 )
 
@@ -17,4 +18,15 @@ func Missing(t testing.TB, msg string) {
 		t.Fatal(msg)
 	}
 	t.Skip(msg)
+}
+
+// Program returns the path of the program name on PATH, or stops t as
+// Missing does, saying how to install it.
+func Program(t testing.TB, name, install string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		Missing(t, name+" is not on PATH ("+err.Error()+"): "+install)
+	}
+	return path
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mst-eval/mst/client/clienttest"
+	"github.com/mst-eval/mst/internal/testneed"
 	"github.com/mst-eval/mst/plugin"
 )
 
@@ -34,14 +35,7 @@ const token = "Bearer s3cret"
 // under CI, where it fails.
 func needPython(t *testing.T) string {
 	t.Helper()
-	path, err := exec.LookPath("python3")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("python3 is not on PATH (%v); CI must have it to test the example program plugin", err)
-		}
-		t.Skipf("python3 is not on PATH: %v", err)
-	}
-	return path
+	return testneed.Program(t, "python3", "the example program plugin needs it (apt-get install python3)")
 }
 
 // program is the plugin, started by hand.

@@ -5,7 +5,6 @@ package datasetpython_test
 
 import (
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -15,18 +14,14 @@ import (
 	"github.com/mst-eval/mst/dataset/datasettest"
 	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/grade/gradertest"
+	"github.com/mst-eval/mst/internal/testneed"
 	"github.com/mst-eval/mst/plugin"
 )
 
 // needPython skips without python3, except under CI, where it fails.
 func needPython(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("python3"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("python3 is not on PATH (%v); CI must have it to test the example program plugin", err)
-		}
-		t.Skipf("python3 is not on PATH: %v", err)
-	}
+	testneed.Program(t, "python3", "the example program plugin needs it (apt-get install python3)")
 }
 
 // start finds and starts the plugin in this folder and returns it as a
