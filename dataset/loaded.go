@@ -31,23 +31,6 @@ type loadedFile struct {
 	Datasets []Loaded `json:"datasets"`
 }
 
-// LoadFiles reads each dataset file of paths (absolute) as a Loaded, with
-// the checks LoadAll makes across them (duplicate ids).
-func LoadFiles(paths []string) ([]Loaded, error) {
-	if _, err := LoadAll(paths); err != nil {
-		return nil, err
-	}
-	out := make([]Loaded, 0, len(paths))
-	for _, p := range paths {
-		cases, err := LoadAll([]string{p})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, Loaded{Origin: p, Cases: cases})
-	}
-	return out, nil
-}
-
 // WriteLoaded writes ds to path, as a datasets.json file.
 func WriteLoaded(path string, ds []Loaded) error {
 	data, err := json.Marshal(loadedFile{Kind: LoadedKind, Version: LoadedVersion, Datasets: ds})

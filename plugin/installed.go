@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
-	"strings"
 	"sync"
 )
 
@@ -178,33 +176,4 @@ func (in *Installed) Close() error {
 		errs = append(errs, p.Close())
 	}
 	return errors.Join(errs...)
-}
-
-// CompareVersions says how have differs from want (namespace to version),
-// in words, or returns nil when they are the same.
-func CompareVersions(want, have map[string]string) error {
-	var diffs []string
-	for _, ns := range sortedKeys(want) {
-		switch v, ok := have[ns]; {
-		case !ok:
-			diffs = append(diffs, fmt.Sprintf("plugin %s %s is missing", ns, want[ns]))
-		case v != want[ns]:
-			diffs = append(diffs, fmt.Sprintf("plugin %s is %s, not %s", ns, v, want[ns]))
-		}
-	}
-	for _, ns := range sortedKeys(have) {
-		if _, ok := want[ns]; !ok {
-			diffs = append(diffs, fmt.Sprintf("plugin %s %s is one the coordinator does not have", ns, have[ns]))
-		}
-	}
-	if len(diffs) == 0 {
-		return nil
-	}
-	return errors.New(strings.Join(diffs, "; "))
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := slices.Collect(maps.Keys(m))
-	sort.Strings(keys)
-	return keys
 }

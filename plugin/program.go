@@ -321,9 +321,7 @@ func (p *Program) Plugin(ctx context.Context) (Plugin, error) {
 				}
 				ctx, cancel := context.WithTimeout(ctx, LoadTimeout)
 				defer cancel()
-				var res struct {
-					Cases []json.RawMessage `json:"cases"`
-				}
+				var res DatasetLoadResult
 				if err := p.call(ctx, MethodDatasetLoad, DatasetLoadParams{Name: name, Options: sp.Options, Dir: sp.Dir, Credentials: creds}, &res); err != nil {
 					return nil, err
 				}

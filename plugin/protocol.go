@@ -3,7 +3,6 @@ package plugin
 import (
 	"encoding/json"
 
-	"github.com/mst-eval/mst/dataset"
 	"github.com/mst-eval/mst/transcript"
 )
 
@@ -136,7 +135,9 @@ type DatasetLoadParams struct {
 // a line of a JSONL dataset would give it (id, input, expect, metadata,
 // model, clientOptions).
 type DatasetLoadResult struct {
-	Cases []dataset.Case `json:"cases"`
+	// Cases are JSON objects, checked exactly as the lines of a JSONL
+	// dataset (dataset.Case's fields; an unknown key is an error).
+	Cases []json.RawMessage `json:"cases"`
 }
 
 // GraderCheckParams are grader/check's params: the plugin says whether the
