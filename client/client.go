@@ -254,6 +254,14 @@ type Result struct {
 	ClientTelemetry map[string]any
 	// Next says what the session needs before the next trial.
 	Next Next
+	// WaitingOn, for a Run whose ctx ended, says what the client was
+	// waiting on at that moment, as far as it can tell:
+	// transcript.WaitingModel (a model request was unanswered),
+	// transcript.WaitingTool (a tool call was in flight), or "" (it cannot
+	// tell, or it was busy itself). The worker combines it with what its
+	// proxies saw to decide whether a trial that ran out of time timed out
+	// or met a silent provider.
+	WaitingOn string
 }
 
 // Session is an open client. Run may be called concurrently only when the

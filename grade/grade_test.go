@@ -444,3 +444,20 @@ func TestTrialEveryOutcome(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedCalls pins what toolCalled and toolNotCalled make of a call the
+// client asked for that no server got (a tool the variant hides): it is not
+// a call, whichever client ran the trial, and the detail says it was asked.
+func TestRefusedCalls(t *testing.T) {
+	t.Parallel()
+	tr := answered("done", call("notes", "read_note", `{}`))
+	tr.Discrepancies = []transcript.Discrepancy{{Kind: transcript.Unconfirmed, Tool: "delete_note", Call: "c9"}}
+	called := mustParse(t, `{"toolCalled": "delete_note"}`).Grade(tr)
+	if called.Passed || !strings.Contains(called.Detail, "no server got") {
+		t.Errorf("toolCalled delete_note = %+v, want a failure that says no server got the call", called)
+	}
+	notCalled := mustParse(t, `{"toolNotCalled": "delete_note"}`).Grade(tr)
+	if !notCalled.Passed || !strings.Contains(notCalled.Detail, "asked for once") {
+		t.Errorf("toolNotCalled delete_note = %+v, want a pass that says it was asked for once", notCalled)
+	}
+}

@@ -123,6 +123,8 @@ func (g toolCalled) Grade(t *transcript.Transcript) Result {
 		}
 	}
 	switch {
+	case named == 0 && refused(t, g.tool) > 0:
+		r.Detail = fmt.Sprintf("%s was called 0 times: the client asked for it %s, but no server got the call (see the trial's discrepancies)", g.tool, times(refused(t, g.tool)))
 	case named == 0:
 		r.Detail = g.tool + " was called 0 times"
 	case onServer == 0:
@@ -137,7 +139,23 @@ func (g toolCalled) Grade(t *transcript.Transcript) Result {
 	return r
 }
 
+// refused counts the calls of tool the client reports that never reached a
+// server (unconfirmed discrepancies: a tool the variant hides, or one the
+// client refused). Graders count only calls that reached a server (or a
+// client's built-in tool): these are mentioned in details, never counted.
+func refused(t *transcript.Transcript, tool string) int {
+	n := 0
+	for _, d := range t.Discrepancies {
+		if d.Kind == transcript.Unconfirmed && d.Tool == tool {
+			n++
+		}
+	}
+	return n
+}
+
 // toolNotCalled passes when no call has the tool (on the server, if given).
+// A call the client asked for that no server got does not count (it is
+// named in the detail of a pass).
 type toolNotCalled struct {
 	tool, server string
 }
@@ -157,6 +175,11 @@ func (g toolNotCalled) Grade(t *transcript.Transcript) Result {
 		}
 	}
 	r := Result{Grader: g.Name(), Passed: n == 0}
+	if r.Passed {
+		if k := refused(t, g.tool); k > 0 {
+			r.Detail = fmt.Sprintf("%s was asked for %s, but no server got the call", g.tool, times(k))
+		}
+	}
 	if !r.Passed {
 		where := ""
 		if g.server != "" {

@@ -266,6 +266,13 @@ type Evidence struct {
 	// Calls are the tools/call requests the proxies got, in order, under
 	// the servers' tool names.
 	Calls []transcript.ToolCall
+	// InFlight are the calls that had reached a proxy and not yet come
+	// back when the evidence was taken (their Started set, nothing else).
+	InFlight []transcript.ToolCall
+	// ServerFailed, when set, says how a server failed by itself during
+	// the trial (it exited, or its connection broke), a failure MST did not
+	// inject; Merge then makes the trial errored (server).
+	ServerFailed string
 }
 
 // Evidence returns what the proxies have seen so far.
@@ -286,6 +293,8 @@ func (s *Set) Evidence() Evidence {
 		ev.Servers = append(ev.Servers, info)
 	}
 	ev.Calls = s.rec.all()
+	ev.InFlight = s.rec.inFlight()
+	ev.ServerFailed = s.rec.failure()
 	return ev
 }
 

@@ -20,8 +20,12 @@ import (
 //     started;
 //   - ClientToolCalls keep the client's account as it was;
 //   - Discrepancies list the calls the client reports that never reached a
-//     server, and (when reported is true: the client gave an account) the
-//     calls a server got that the client does not report.
+//     server (calls of a tool no server offers among them: those are never
+//     in ToolCalls, so graders do not count them as made), and (when
+//     reported is true: the client gave an account) the calls a server got
+//     that the client does not report;
+//   - a trial in which a server failed by itself (ev.ServerFailed) is
+//     errored (server), whatever the client made of it.
 //
 // A client call is matched to the first unmatched proxy call of the same
 // server and tool with the same arguments (compared as JSON values); a
@@ -48,6 +52,12 @@ func Merge(t *transcript.Transcript, ev Evidence, reported bool) {
 	var unconfirmed []transcript.ToolCall
 	pending := []int{} // indexes into client of proxied calls not yet matched
 	for i, c := range client {
+		if c.Server == "" {
+			// A tool no server offers (the variant hides it, or the model
+			// made its name up): the client refused it, no server got it.
+			unconfirmed = append(unconfirmed, c)
+			continue
+		}
 		inv, ok := proxied[c.Server]
 		if !ok {
 			if c.Evidence == "" {
@@ -113,9 +123,13 @@ func Merge(t *transcript.Transcript, ev Evidence, reported bool) {
 		}
 	}
 	for _, c := range unconfirmed {
+		detail := "the client reports this call, but it never reached the server"
+		if c.Server == "" {
+			detail = "the client reports this call of a tool that no server offers (the variant hides it, or the model made it up): no server got it"
+		}
 		t.Discrepancies = append(t.Discrepancies, transcript.Discrepancy{
 			Kind: transcript.Unconfirmed, Server: c.Server, Tool: c.Tool, Call: c.ID,
-			Detail: "the client reports this call, but it never reached the server",
+			Detail: detail,
 		})
 	}
 	slices.SortStableFunc(out, func(a, b transcript.ToolCall) int { return a.Started.Compare(b.Started) })
@@ -128,6 +142,19 @@ func Merge(t *transcript.Transcript, ev Evidence, reported bool) {
 		}
 	}
 	t.Servers = servers
+
+	// A server that failed by itself makes the trial say nothing about the
+	// variant, whichever client ran it; an injected fault never does.
+	if ev.ServerFailed != "" {
+		switch t.Outcome.Status {
+		case transcript.Answered, transcript.NoAnswer, transcript.TimedOut, transcript.Errored:
+			if t.Outcome.Status != transcript.Errored || t.Outcome.Cause != transcript.CauseServer {
+				t.Answer = ""
+				t.Outcome = transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseServer,
+					Detail: "a server failed during the trial: " + ev.ServerFailed}
+			}
+		}
+	}
 }
 
 // equalJSON reports whether a and b are the same JSON value; an empty or

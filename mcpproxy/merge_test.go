@@ -78,3 +78,45 @@ func TestMerge(t *testing.T) {
 		t.Errorf("without an account: %d calls, discrepancies %+v", len(tr2.ToolCalls), tr2.Discrepancies)
 	}
 }
+
+// TestMergeRules pins the rules every client's trials share: a call of a
+// tool no server offers (hidden by the variant, or made up) never counts as
+// made, and a server that failed by itself makes the trial errored
+// (server), while an injected fault does not.
+func TestMergeRules(t *testing.T) {
+	t.Parallel()
+	ev := mcpproxy.Evidence{Servers: []transcript.ServerInfo{{Name: "notes", Tools: []string{"read_note"}}}}
+	hidden := transcript.ToolCall{ID: "c1", Tool: "delete_note", Arguments: json.RawMessage(`{}`), Error: "the model called \"delete_note\", which no server offers"}
+	tr := &transcript.Transcript{ToolCalls: []transcript.ToolCall{hidden}, Outcome: transcript.Outcome{Status: transcript.Answered}, Answer: "ok"}
+	mcpproxy.Merge(tr, ev, true)
+	if len(tr.ToolCalls) != 0 {
+		t.Errorf("Merge(a call of a hidden tool): tool calls %+v, want none: no server got it", tr.ToolCalls)
+	}
+	if len(tr.Discrepancies) != 1 || tr.Discrepancies[0].Kind != transcript.Unconfirmed || tr.Discrepancies[0].Tool != "delete_note" {
+		t.Errorf("Merge(a call of a hidden tool): discrepancies %+v, want one unconfirmed call of delete_note", tr.Discrepancies)
+	}
+	if len(tr.ClientToolCalls) != 1 || tr.Outcome.Status != transcript.Answered {
+		t.Errorf("Merge(a call of a hidden tool): client calls %+v, outcome %+v; want the account kept and the outcome unchanged", tr.ClientToolCalls, tr.Outcome)
+	}
+
+	for _, status := range []string{transcript.Answered, transcript.NoAnswer, transcript.TimedOut} {
+		failed := ev
+		failed.ServerFailed = "server notes: tool crash: EOF"
+		injected := ev
+		injected.Calls = []transcript.ToolCall{{ID: "mst-1", Server: "notes", Tool: "read_note", Error: "the server is not running", Injected: "disconnect", Evidence: transcript.EvidenceServer}}
+		tr := &transcript.Transcript{Outcome: transcript.Outcome{Status: status}, Answer: "x"}
+		mcpproxy.Merge(tr, injected, true)
+		if tr.Outcome.Status != status {
+			t.Errorf("Merge(%s, an injected disconnect) = %+v, want %s unchanged", status, tr.Outcome, status)
+		}
+		mcpproxy.Merge(tr, failed, true)
+		if tr.Outcome.Status != transcript.Errored || tr.Outcome.Cause != transcript.CauseServer || tr.Answer != "" {
+			t.Errorf("Merge(%s, a server that failed) = %+v (answer %q), want errored (server) with no answer", status, tr.Outcome, tr.Answer)
+		}
+	}
+	tr = &transcript.Transcript{Outcome: transcript.Outcome{Status: transcript.Cancelled}}
+	mcpproxy.Merge(tr, mcpproxy.Evidence{Servers: ev.Servers, ServerFailed: "gone"}, false)
+	if tr.Outcome.Status != transcript.Cancelled {
+		t.Errorf("Merge(cancelled, a server that failed) = %+v, want cancelled", tr.Outcome)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -115,8 +116,10 @@ func (p *serverProxy) call(ctx context.Context, offered string, args json.RawMes
 	if real != offered {
 		tc.OfferedAs = offered
 	}
+	done := p.rec.begin(tc)
 	res, err := p.handle(ctx, &tc, n, gone, real, args)
 	tc.DurationMs = float64(time.Since(start).Microseconds()) / 1000
+	done()
 	switch {
 	case err != nil:
 		tc.Error = err.Error()
@@ -199,6 +202,9 @@ func (p *serverProxy) handle(ctx context.Context, tc *transcript.ToolCall, n int
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		// The server failed by itself (it exited, or its connection
+		// broke): the trial cannot say anything about the variant.
+		p.rec.fail(err.Error())
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 	}
 	return res, nil
@@ -307,8 +313,51 @@ func instance(schema map[string]any, depth int) any {
 
 // recorder keeps a trial's server-side record of tool calls.
 type recorder struct {
-	mu    sync.Mutex
-	calls []transcript.ToolCall
+	mu      sync.Mutex
+	calls   []transcript.ToolCall
+	pending map[*int]transcript.ToolCall // calls begun and not yet ended
+	failed  string                       // the first failure of a server by itself
+}
+
+// begin notes a call in flight until the returned function is called.
+func (r *recorder) begin(tc transcript.ToolCall) func() {
+	key := new(int)
+	r.mu.Lock()
+	if r.pending == nil {
+		r.pending = map[*int]transcript.ToolCall{}
+	}
+	r.pending[key] = tc
+	r.mu.Unlock()
+	return func() {
+		r.mu.Lock()
+		delete(r.pending, key)
+		r.mu.Unlock()
+	}
+}
+
+// inFlight returns the calls begun and not ended, in the order they began.
+func (r *recorder) inFlight() []transcript.ToolCall {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := slices.Collect(maps.Values(r.pending))
+	slices.SortFunc(out, func(a, b transcript.ToolCall) int { return a.Started.Compare(b.Started) })
+	return out
+}
+
+// fail records a server's failure that MST did not inject; the first one
+// is kept.
+func (r *recorder) fail(why string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.failed == "" {
+		r.failed = why
+	}
+}
+
+func (r *recorder) failure() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failed
 }
 
 func (r *recorder) add(tc transcript.ToolCall) {

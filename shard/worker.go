@@ -640,20 +640,23 @@ func (r *workerRun) runTrial(ctx context.Context, key transcript.Key, setting in
 	}
 	res, err, abandoned := r.runSession(tctx, sess.session, trial)
 	timedOut := tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
+	deadline, _ := tctx.Deadline()
 	cancel()
+	var ev *mcpproxy.Evidence
 	if proxies != nil {
-		ev := proxies.Evidence()
+		ev = new(proxies.Evidence())
 		// The trial is over: its servers stop in the background (a server
 		// may take seconds to go), off the trial's time and the next
 		// trial's way; the run waits for them before it reports done.
 		r.closing.Go(func() { proxies.Close() })
-		defer func() { mcpproxy.Merge(t, ev, !abandoned && err == nil) }()
+		defer func() { mcpproxy.Merge(t, *ev, !abandoned && err == nil) }()
 	}
 	if abandoned {
 		// The session may still be running the trial: nothing of it is
 		// read, and it is closed (in the background: a client that
 		// ignores its context may ignore Close too).
-		t.Outcome = transcript.Outcome{Status: transcript.TimedOut, Detail: fmt.Sprintf("no answer within the timeout (%s), and the client did not stop within %s after it: its session was closed", set.Timeout, r.abandonGrace())}
+		t.Outcome = timeoutOutcome(set.Timeout, deadline, ev, "")
+		t.Outcome.Detail += fmt.Sprintf(", and the client did not stop within %s after it: its session was closed", r.abandonGrace())
 		if ctx.Err() != nil {
 			t.Outcome = transcript.Outcome{Status: transcript.Cancelled, Detail: fmt.Sprintf("the run was interrupted during this trial, and the client did not stop within %s: its session was closed", r.abandonGrace())}
 		}
@@ -678,7 +681,7 @@ func (r *workerRun) runTrial(ctx context.Context, key transcript.Key, setting in
 	case ctx.Err() != nil:
 		t.Outcome = transcript.Outcome{Status: transcript.Cancelled, Detail: "the run was interrupted during this trial"}
 	case timedOut:
-		t.Outcome = transcript.Outcome{Status: transcript.TimedOut, Detail: fmt.Sprintf("no answer within the timeout (%s)", set.Timeout)}
+		t.Outcome = timeoutOutcome(set.Timeout, deadline, ev, res.WaitingOn)
 		next = max(next, client.Reset)
 	case err != nil:
 		t.Outcome = transcript.Outcome{Status: transcript.Errored, Cause: causeOf(err), Detail: err.Error()}
@@ -687,6 +690,40 @@ func (r *workerRun) runTrial(ctx context.Context, key transcript.Key, setting in
 		t.Outcome = transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseClient, Detail: "the client returned no outcome"}
 	}
 	return finish()
+}
+
+// timeoutOutcome is the outcome of a trial whose timeout passed at
+// deadline, from what it was waiting on then: a tool call in flight on one
+// of its servers (the proxies' record, ev, which may be nil), else what the
+// client says (client.Result.WaitingOn). A trial that waited on a tool or
+// on the client timed out, and is graded; one that waited on the model
+// provider is errored (cause provider): the provider failed, not the
+// variant.
+func timeoutOutcome(timeout time.Duration, deadline time.Time, ev *mcpproxy.Evidence, clientSays string) transcript.Outcome {
+	if ev != nil {
+		calls := slices.Clone(ev.InFlight)
+		for _, c := range ev.Calls {
+			end := c.Started.Add(time.Duration(c.DurationMs * float64(time.Millisecond)))
+			if !c.Started.After(deadline) && !end.Before(deadline) {
+				calls = append(calls, c)
+			}
+		}
+		if len(calls) > 0 {
+			c := calls[0]
+			return transcript.Outcome{Status: transcript.TimedOut, WaitingOn: transcript.WaitingTool,
+				Detail: fmt.Sprintf("no answer within the timeout (%s): the trial was waiting on tool %s of server %s", timeout, transcript.Printable(c.Tool), transcript.Printable(c.Server))}
+		}
+	}
+	switch clientSays {
+	case transcript.WaitingModel:
+		return transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseProvider, WaitingOn: transcript.WaitingModel,
+			Detail: fmt.Sprintf("the model provider did not answer within the trial's timeout (%s)", timeout)}
+	case transcript.WaitingTool:
+		return transcript.Outcome{Status: transcript.TimedOut, WaitingOn: transcript.WaitingTool,
+			Detail: fmt.Sprintf("no answer within the timeout (%s): the trial was waiting on one of the client's own tools", timeout)}
+	}
+	return transcript.Outcome{Status: transcript.TimedOut, WaitingOn: transcript.WaitingClient,
+		Detail: fmt.Sprintf("no answer within the timeout (%s): the client was busy, with no model request or tool call in flight that it or MST saw", timeout)}
 }
 
 // machineTurn waits for this machine's turn to run a trial of client (a

@@ -220,7 +220,24 @@ type Outcome struct {
 	Cause  string `json:"cause,omitempty"` // set when Status is errored
 	// Detail explains the outcome in words (an error message, "maxActions (8) reached").
 	Detail string `json:"detail,omitempty"`
+	// WaitingOn says, for a trial whose timeout passed, what it was waiting
+	// on at that moment: WaitingModel, WaitingTool or WaitingClient.
+	WaitingOn string `json:"waitingOn,omitempty"`
 }
+
+// What a trial was waiting on when its timeout passed (Outcome.WaitingOn).
+// A trial that waited on the model provider is errored (cause provider): the
+// provider failed, not the variant. One that waited on a tool, or on the
+// client itself, timed out, and is graded as a failure.
+const (
+	// WaitingModel: a request to the model provider was unanswered.
+	WaitingModel = "model"
+	// WaitingTool: a tool call was in flight on one of the servers.
+	WaitingTool = "tool"
+	// WaitingClient: neither; the client itself was busy (or said nothing
+	// that tells).
+	WaitingClient = "client"
+)
 
 // Environment says where a trial ran.
 type Environment struct {

@@ -222,8 +222,10 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 		resp, err := s.prov.Complete(ctx, req)
 		if err != nil {
 			// When ctx ended, the worker decides whether the trial timed
-			// out or was cancelled; the client only says what it had.
+			// out or was cancelled; the client only says what it had, and
+			// that it was waiting on the model.
 			if ctx.Err() != nil {
+				res.WaitingOn = transcript.WaitingModel
 				return res, ctx.Err()
 			}
 			res.Outcome = transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseProvider, Detail: err.Error()}
@@ -255,13 +257,18 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 			tc, result, err := ts.call(ctx, call)
 			res.ToolCalls = append(res.ToolCalls, tc)
 			res.Messages = append(res.Messages, transcript.Message{Role: "tool", Text: result.Content, ToolCall: call.ID})
+			if err != nil && ctx.Err() != nil {
+				res.WaitingOn = transcript.WaitingTool
+				return res, ctx.Err()
+			}
+			// A call that failed (a protocol error, a server that is gone)
+			// is answered to the model as an error result, and the
+			// conversation goes on, as every CLI client does. Whether the
+			// trial counts is decided from the proxies' record: a server
+			// that failed by itself makes it errored (server); a fault
+			// MST injected does not (docs/proxy.md, "Faults").
 			if err != nil {
-				if ctx.Err() != nil {
-					return res, ctx.Err()
-				}
-				res.Outcome = transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseServer, Detail: err.Error()}
 				res.Next = client.Reset
-				return res, nil
 			}
 			results = append(results, result)
 		}

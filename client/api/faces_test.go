@@ -81,6 +81,9 @@ func TestProxyFaces(t *testing.T) {
 		{"disconnect", []servers.Server{notes(servers.Fault{Kind: servers.FaultDisconnect, Rate: 1, AfterCalls: 1})}, [][]providertest.Call{
 			{{Tool: "repeat", Arguments: spaced}}, {{Tool: "fail", Arguments: map[string]any{"reason": "x"}}},
 		}},
+		{"hidden tool", []servers.Server{notes()}, [][]providertest.Call{
+			{{Tool: testserver.DeleteNote, Arguments: map[string]any{"name": "a"}}, {Tool: "repeat", Arguments: spaced}},
+		}},
 		{"server crash", []servers.Server{notes(), old}, [][]providertest.Call{
 			{{Tool: "crash"}},
 		}},
@@ -196,14 +199,48 @@ func checkFaceTrial(t *testing.T, name string, tt transcript.Transcript) {
 		if len(tt.Servers) != 2 || tt.Servers[1].ProtocolVersion != "2024-11-05" || len(tt.Servers[1].Tools) < testserver.ManyTools {
 			t.Errorf("the old server is recorded as %+v", tt.Servers[1:])
 		}
+	case "hidden tool":
+		// No server got the call of the hidden tool: it is not among the
+		// calls graders count, only in the client's account, unconfirmed.
+		if tt.Outcome.Status != transcript.Answered {
+			t.Errorf("%s: outcome %+v; want answered", name, tt.Outcome)
+		}
+		if _, ok := byTool[testserver.DeleteNote]; ok || len(tt.ToolCalls) != 1 {
+			t.Errorf("%s: tool calls %+v; want only the call of repeat", name, tt.ToolCalls)
+		}
+		if len(tt.Discrepancies) != 1 || tt.Discrepancies[0].Kind != transcript.Unconfirmed || tt.Discrepancies[0].Tool != testserver.DeleteNote {
+			t.Errorf("%s: discrepancies %+v; want the hidden call unconfirmed", name, tt.Discrepancies)
+		}
+	case "protocol error", "disconnect":
+		// An injected fault is the condition under test: the model gets
+		// the failure as an error result and the trial goes on.
+		want := map[string]string{"protocol error": "backend <unavailable>", "disconnect": "not running"}[name]
+		if tt.Outcome.Status != transcript.Answered || tt.Answer != "Done." {
+			t.Errorf("%s: outcome %+v, answer %q; want answered: an injected fault does not end the trial", name, tt.Outcome, tt.Answer)
+		}
+		var failed transcript.ToolCall
+		for _, c := range tt.ToolCalls {
+			if c.Injected != "" && c.Injected != "latency 1ms" {
+				failed = c
+			}
+		}
+		if !strings.Contains(failed.Error, want) || failed.Evidence != transcript.EvidenceServer {
+			t.Errorf("%s: the injected call is recorded as %+v; want its error to say %q", name, failed, want)
+		}
+		sawError := false
+		for _, m := range tt.Messages {
+			sawError = sawError || (m.Role == "tool" && strings.Contains(m.Text, want))
+		}
+		if !sawError {
+			t.Errorf("%s: the model was not given the error %q: messages %+v", name, want, tt.Messages)
+		}
 	default:
 		if tt.Outcome.Status != transcript.Errored || tt.Outcome.Cause != transcript.CauseServer {
 			t.Errorf("%s: outcome %+v; want errored, cause server", name, tt.Outcome)
 		}
-		want := map[string]string{"protocol error": "backend <unavailable>", "disconnect": "not running", "server crash": "crash"}[name]
 		t.Logf("%s: %s", name, tt.Outcome.Detail)
-		if !strings.Contains(tt.Outcome.Detail, want) {
-			t.Errorf("%s: outcome %q; want it to say %q", name, tt.Outcome.Detail, want)
+		if !strings.Contains(tt.Outcome.Detail, "crash") {
+			t.Errorf("%s: outcome %q; want it to say why the server failed", name, tt.Outcome.Detail)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package claudecode
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -93,6 +94,7 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 	}
 	if err := ctx.Err(); err != nil {
 		res.Outcome, res.Answer = ended(err), ""
+		res.WaitingOn = waitingOn(lines)
 		return res, nil
 	}
 	if res.Outcome.Status == "" {
@@ -121,4 +123,35 @@ func ended(err error) transcript.Outcome {
 type line struct {
 	at   time.Time
 	text []byte
+}
+
+// waitingOn says what the CLI was waiting on after its last stdout line:
+// the model after its init line, a user turn (tool results) or an
+// assistant block that asks for no tool (more blocks of the same answer
+// may follow); a tool after an assistant block that asks for one; nothing
+// it can tell ("") before its init line or after its result.
+func waitingOn(lines []line) string {
+	state := ""
+	for _, l := range lines {
+		var sl streamLine
+		if json.Unmarshal(l.text, &sl) != nil {
+			continue
+		}
+		switch sl.Type {
+		case "system", "user":
+			state = transcript.WaitingModel
+		case "assistant":
+			state = transcript.WaitingModel
+			if sl.Message != nil {
+				for _, b := range sl.Message.Content {
+					if b.Type == "tool_use" || b.Type == "server_tool_use" {
+						state = transcript.WaitingTool
+					}
+				}
+			}
+		case "result":
+			state = ""
+		}
+	}
+	return state
 }

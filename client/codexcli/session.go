@@ -138,6 +138,9 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 		res.ClientTelemetry["warnings"] = append(warnings, w...)
 	}
 	res.Outcome = s.outcome(ctx, p, waitErr, stderr)
+	if ctx.Err() != nil {
+		res.WaitingOn = p.waiting
+	}
 	return res, nil
 }
 
@@ -244,9 +247,11 @@ type parser struct {
 	warnings   []string
 	errors     []string
 	apiError   string
-	unparsed   int
-	actions    int
-	overLimit  bool
+	// waiting is what the CLI waits on after its last event (waitingAfter).
+	waiting   string
+	unparsed  int
+	actions   int
+	overLimit bool
 	// reconnects counts the CLI's "waiting for network" reports: it waits
 	// for a provider it cannot reach for ever, whatever its retry
 	// settings, so past maxReconnects (requestMaxRetries) the trial ends
@@ -288,6 +293,7 @@ func (p *parser) line(b []byte, now time.Time) {
 		p.unparsed++
 		return
 	}
+	p.waitingAfter(e)
 	switch e.Type {
 	case "thread.started":
 		p.threadID = e.ThreadID
@@ -318,6 +324,23 @@ func (p *parser) line(b []byte, now time.Time) {
 		if e.Item != nil {
 			p.item(e.Type, e.Item, now)
 		}
+	}
+}
+
+// waitingAfter updates what the CLI is waiting on after event e: the
+// model once its thread or turn started and after each item it completed;
+// a tool while a tool item (an MCP call, a command, a search, an edit) runs;
+// nothing it can tell after its turn ended.
+func (p *parser) waitingAfter(e event) {
+	switch e.Type {
+	case "thread.started", "turn.started", "item.completed":
+		p.waiting = transcript.WaitingModel
+	case "item.started", "item.updated":
+		if e.Item != nil && e.Item.Type != "agent_message" && e.Item.Type != "reasoning" {
+			p.waiting = transcript.WaitingTool
+		}
+	case "turn.completed", "turn.failed":
+		p.waiting = ""
 	}
 }
 

@@ -211,6 +211,9 @@ func (s *session) runOnce(ctx context.Context, t client.Trial, d runDirs) (res c
 	res = p.result()
 	res.ClientVersion = s.version
 	res.Outcome = s.outcome(ctx, p, failed, waitErr, stderr)
+	if ctx.Err() != nil {
+		res.WaitingOn = p.waiting
+	}
 	lost = failed == "" && res.Outcome.Status == transcript.Errored && p.usage.ModelCalls == 0 && len(p.calls) == 0 && strings.Contains(stderr, noInput)
 	return res, lost, nil
 }
@@ -358,6 +361,10 @@ type parser struct {
 	unparsed    int
 	actions     int
 	overLimit   bool
+	// waiting is what the CLI waits on after its last event: the model
+	// after its init, a message or a tool result; a tool after a tool use;
+	// nothing it can tell after its result.
+	waiting string
 }
 
 func newParser(prompt string, maxActions int, namer *toolNamer) *parser {
@@ -378,6 +385,14 @@ func (p *parser) line(b []byte, now time.Time) {
 	if err := json.Unmarshal(bytes.TrimSpace(b), &e); err != nil || e.Type == "" {
 		p.unparsed++
 		return
+	}
+	switch e.Type {
+	case "init", "message", "tool_result":
+		p.waiting = transcript.WaitingModel
+	case "tool_use":
+		p.waiting = transcript.WaitingTool
+	case "result":
+		p.waiting = ""
 	}
 	switch e.Type {
 	case "init":

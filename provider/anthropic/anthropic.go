@@ -130,7 +130,7 @@ func (c *client) stream(ctx context.Context, params sdk.MessageNewParams) (*sdk.
 // stream) and is worth another attempt. HTTP errors are not: the SDK has
 // already retried them.
 func retryableStreamError(err error) bool {
-	if errors.Is(err, errCutOff) {
+	if errors.Is(err, errCutOff) || wire.CutOff(err) {
 		return true
 	}
 	var apiErr *sdk.Error

@@ -19,7 +19,14 @@ func (c *client) completeChat(ctx context.Context, model string, req provider.Re
 	if err != nil {
 		return provider.Response{}, err
 	}
-	res, err := c.chat.New(ctx, params)
+	// The SDK retries what failed before an answer came; a body cut off
+	// while it was read is retried here (nothing of it was used).
+	var res *sdk.ChatCompletion
+	err = wire.Retry(ctx, c.retries, c.backoff, wire.CutOff, func(ctx context.Context) error {
+		var err error
+		res, err = c.chat.New(ctx, params)
+		return err
+	})
 	if err != nil {
 		return provider.Response{}, toError(err)
 	}

@@ -47,7 +47,7 @@ var errCutOff = errors.New("openai: the response stream ended before response.co
 // the API accepted the request and is worth another attempt. HTTP errors are
 // not: the SDK has already retried them.
 func retryableStreamError(err error) bool {
-	if errors.Is(err, errCutOff) {
+	if errors.Is(err, errCutOff) || wire.CutOff(err) {
 		return true
 	}
 	var se *streamError

@@ -111,6 +111,14 @@ type Fault struct {
 	Times int
 	// Message is the error message; "" gives a generic one.
 	Message string
+	// Hang, when true, makes the answer never come: the request is held
+	// until its client goes away (a provider that accepts a request and
+	// then says nothing). Status and Message are not used.
+	Hang bool
+	// Cut, when true, answers 200 with the first half of the answer the
+	// conversation would have got, then drops the connection mid-body (a
+	// stream cut off by the network). Status and Message are not used.
+	Cut bool
 }
 
 // Formats, as recorded in Request.Format.
@@ -346,6 +354,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 	fault, ordinal := s.admit(&rec, perr)
 	switch {
+	case fault != nil && fault.Hang:
+		<-r.Context().Done()
+		return
+	case fault != nil && fault.Cut && perr == nil:
+		cut(w, func(w http.ResponseWriter) { f.answer(w, p, s.answerFor(p), s.newID) })
+		return
 	case fault != nil:
 		msg := fault.Message
 		if msg == "" {
@@ -376,6 +390,25 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	f.answer(w, p, s.answerFor(p), s.newID)
+}
+
+// cut writes the first half of what answer would write, with its status
+// and headers, then aborts the connection: the client reads a body that
+// ends early (an unexpected EOF).
+func cut(w http.ResponseWriter, answer func(w http.ResponseWriter)) {
+	rec := httptest.NewRecorder()
+	answer(rec)
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.Header().Del("Content-Length")
+	w.WriteHeader(rec.Code)
+	body := rec.Body.Bytes()
+	w.Write(body[:len(body)/2])
+	if fl, ok := w.(http.Flusher); ok {
+		fl.Flush()
+	}
+	panic(http.ErrAbortHandler)
 }
 
 // enter and leave count the model requests in flight.
@@ -418,6 +451,12 @@ func (s *Server) admit(rec *Request, perr error) (*Fault, int) {
 			ordinal += max(prev.Times, 0)
 		}
 		rec.Status = f.Status
+		switch {
+		case f.Cut:
+			rec.Status = http.StatusOK
+		case f.Hang:
+			rec.Status = 0 // never answered
+		}
 		return &f, ordinal
 	}
 	if perr != nil {

@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -151,4 +154,14 @@ func Retry(ctx context.Context, maxRetries int, backoff func(n int) time.Duratio
 // a conflict (409), a rate limit (429) or a server error (5xx).
 func Retryable(status int) bool {
 	return status == 408 || status == 409 || status == 429 || status >= 500
+}
+
+// CutOff reports whether err is a response body that ended early: the
+// connection was closed or reset while the answer was being read (an
+// unexpected EOF). Such a failure happened after the request was accepted,
+// and nothing of the answer was used, so it is worth another attempt, as a
+// connection refused or reset before the answer is.
+func CutOff(err error) bool {
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
 }
