@@ -265,8 +265,11 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	rec.Ended = now().UTC()
 	rec.Counts = counts
 	rec.Collect = transcript.CollectComplete
-	if rec.Counts.Missing > 0 || rec.Counts.Cancelled > 0 || rec.Counts.Skipped > 0 {
+	switch c := rec.Counts; {
+	case c.Missing > 0 || c.Cancelled > 0 || c.Skipped > 0:
 		rec.Collect = transcript.CollectPartial
+	case c.Errored > 0 && c.Answered+c.NoAnswer+c.TimedOut == 0:
+		rec.Collect = transcript.CollectErrored
 	}
 	var notes, failed []string
 	switch {
@@ -492,6 +495,11 @@ func machineRecord(b *shard.Bundle, rep runner.ShardReport, res shard.ShardResul
 	m := transcript.Machine{Shard: b.Shard, ID: rep.Machine, Image: rep.Image, Trials: b.Size(), Attempt: attempt, Ended: "done", Kept: rep.Kept}
 	if h := res.Hello; h != nil {
 		m.MSTVersion, m.ClientVersions, m.OS = h.MSTVersion, h.ClientVersions, h.OS
+		// What the worker says it runs in, from its own machine, over
+		// what the runner meant to start.
+		if h.ImageDigest != "" {
+			m.Image = h.ImageDigest
+		}
 	}
 	if d := res.Done; d != nil {
 		m.CleanupOK = d.CleanupOK

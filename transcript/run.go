@@ -13,6 +13,10 @@ const (
 	CollectRunning  = "running"
 	CollectComplete = "complete"
 	CollectPartial  = "partial"
+	// CollectErrored: every planned trial has a transcript, and not one
+	// could be graded: each errored. The run says nothing about its
+	// variants; "complete" would say it does.
+	CollectErrored = "errored"
 	// CollectInterrupted is what a reader shows for a run whose record
 	// says running while no process owns it any more: its coordinator died
 	// (a crash, a kill, a full disk) before it could say how the run ended.
@@ -128,12 +132,15 @@ func (r RunnerInfo) RecordedSplit() Split {
 type Machine struct {
 	Shard int    `json:"shard"`
 	ID    string `json:"id"`
-	// Image is what the machine ran, pinned by digest where the runner
-	// knows one: NAME@sha256:… for a container image (the registry's
-	// digest when the image came from one, else the local image id).
+	// Image is what the machine ran, pinned by digest: the image digest
+	// the worker reported at hello, else what the runner knows of it;
+	// NAME@sha256:… for a container image (the registry's digest when the
+	// image came from one, else the local image id).
 	Image      string `json:"image,omitempty"`
 	MSTVersion string `json:"mstVersion,omitempty"`
-	// ClientVersions are the versions the worker reported at hello.
+	// ClientVersions are the versions the worker reported at hello: of
+	// the programs the shard's variants run, by client name (or
+	// CLIENT@VARIANT when a client's variants run different versions).
 	ClientVersions map[string]string `json:"clientVersions,omitempty"`
 	OS             string            `json:"os,omitempty"`
 	// Trials is how many trials the shard was given.

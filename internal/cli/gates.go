@@ -126,6 +126,32 @@ func (g gates) checkVariants(rep report.Report) error {
 	for _, v := range rep.Variants {
 		names = append(names, v.Variant)
 	}
+	return g.checkNames(names)
+}
+
+// preflight checks the gates against a run's plan before any trial runs:
+// --min-pass-rate names only variants the run has, and --baseline names a
+// stored run that can be read.
+func (g gates) preflight(ctx context.Context, variants []string) error {
+	if err := g.checkNames(variants); err != nil {
+		return err
+	}
+	if g.baseline == "" {
+		return nil
+	}
+	st, err := openRun(ctx, g.baseline, "", nil)
+	if err != nil {
+		return withCode(ExitUsage, fmt.Errorf("--baseline %w", err))
+	}
+	if _, err := st.ReadRun(ctx); err != nil {
+		return withCode(ExitUsage, fmt.Errorf("--baseline %s: reading its run.json: %w", g.baseline, err))
+	}
+	return nil
+}
+
+// checkNames fails with ExitUsage when --min-pass-rate names a variant not
+// among names.
+func (g gates) checkNames(names []string) error {
 	for _, n := range g.order {
 		if !slices.Contains(names, n) {
 			return withCode(ExitUsage, fmt.Errorf("--min-pass-rate %s=…: the run has no variant %q (its variants: %s)", transcript.Printable(n), n, transcript.Printable(strings.Join(names, ", "))))

@@ -220,6 +220,11 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 	if err != nil {
 		return planError(err)
 	}
+	// Gates are checked before anything runs: a gate that cannot be
+	// evaluated would otherwise fail only after every trial ran.
+	if err := gate.preflight(ctx, plan.Variants); err != nil {
+		return err
+	}
 	// Runner options are recorded in run.json: they are checked once the
 	// plan has added to set the key variables its clients read from MST's
 	// environment, so that no secret value, from the file or from there,

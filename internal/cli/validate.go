@@ -11,11 +11,13 @@ import (
 	"github.com/mst-eval/mst/eval"
 	"github.com/mst-eval/mst/run"
 	"github.com/mst-eval/mst/secrets"
+	"github.com/mst-eval/mst/transcript"
 )
 
 func newValidateCmd(stdio Stdio) *cobra.Command {
 	var asJSON bool
 	var secretsFile string
+	var variants, cases []string
 	cmd := &cobra.Command{
 		Use:   "validate EVAL",
 		Short: "Check an eval config and its datasets without running anything",
@@ -30,7 +32,8 @@ ${secret:NAME}: validate checks how each reference is written and, with
 --secrets-file, that the file sets every name referred to, and that each
 model's API key is set there or in MST's environment, as mst run would.`,
 		Example: `  mst validate examples/quickstart/eval.yaml
-  mst validate eval.yaml --secrets-file ~/.config/mst/secrets.env`,
+  mst validate eval.yaml --secrets-file ~/.config/mst/secrets.env
+  mst validate eval.yaml --variant clear --secrets-file secrets.env   # only what mst run --variant clear needs`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			local, err := stdio.parts().Runners().Lookup("local")
@@ -56,6 +59,9 @@ model's API key is set there or in MST's environment, as mst run would.`,
 			req := planRequest(stdio.parts(), args[0], local, set, env)
 			req.SecretsFile = secretsFile
 			req.SourceEnv = envMap(stdio.Env)
+			// --variant and --case select as mst run's do: only the keys
+			// and servers the selected variants use must be there.
+			req.Selection = transcript.Selection{Variants: variants, Cases: cases}
 			plan, err := run.NewPlan(cmd.Context(), req)
 			if asJSON {
 				res := validation{envelope: envelope{kindValidate, 1}, File: args[0], Valid: err == nil}
@@ -84,6 +90,8 @@ model's API key is set there or in MST's environment, as mst run would.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd.Flags().StringSliceVar(&variants, "variant", nil, "check only these variants, as mst run --variant runs them (repeat, or separate with commas)")
+	cmd.Flags().StringSliceVar(&cases, "case", nil, "check only these cases, as mst run --case runs them (repeat, or separate with commas)")
 	cmd.Flags().StringVar(&secretsFile, "secrets-file", "", "the secrets file a run would use: check that it sets every ${secret:NAME} the servers refer to and every model's key")
 	return cmd
 }
