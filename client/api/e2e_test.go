@@ -259,6 +259,18 @@ func TestProviderFaults(t *testing.T) {
 			if n := len(fake.Requests()); n != 3 {
 				t.Errorf("the provider got %d requests, want 3 (1 + 2 retries)", n)
 			}
+
+			// An answer cut off mid-body is retried, as a reset
+			// connection is: nothing of it reached the conversation.
+			fake = providertest.New(t, providertest.Script{
+				Faults:        []providertest.Fault{{Cut: true, Times: 2}},
+				Conversations: []providertest.Conversation{{Turns: turns}},
+			})
+			res = runTrial(t, open(t, w, fake.URL, srv), "hi")
+			if res.Outcome.Status != transcript.Answered || res.Answer != "fine" || len(fake.Requests()) != 3 || res.Usage.ModelCalls != 1 {
+				t.Errorf("after two cut answers: outcome %+v, answer %q, %d model calls counted, after %d requests; want answered \"fine\" after 3, one model call",
+					res.Outcome, res.Answer, res.Usage.ModelCalls, len(fake.Requests()))
+			}
 		})
 	}
 }
