@@ -41,6 +41,13 @@ type Result struct {
 	Judge *Verdict `json:"judge,omitempty"`
 }
 
+// FailsTrial reports whether r fails the trial it grades: a grader that
+// decides (not Advisory) gave a verdict (no Error) and it is not a pass.
+// An Advisory result never fails a trial, whatever it says; a deciding
+// result with an Error makes the grade errored instead. TrialContext and
+// every check of a grade made elsewhere (a grade worker's) go by it.
+func (r Result) FailsTrial() bool { return !r.Advisory && r.Error == "" && !r.Passed }
+
 // TrialGrade is the grade of one trial, with the few facts of its
 // transcript a report needs, so a report is built from grades alone.
 type TrialGrade struct {
@@ -172,13 +179,12 @@ func TrialContext(ctx context.Context, t *transcript.Transcript, graders []Grade
 		}
 		g.Results = append(g.Results, r)
 		switch {
-		case r.Advisory:
-		case r.Error != "":
+		case r.FailsTrial():
+			g.Passed = false
+		case !r.Advisory && r.Error != "":
 			if g.Errored == "" {
 				g.Errored = r.Grader + ": " + r.Error
 			}
-		case !r.Passed:
-			g.Passed = false
 		}
 	}
 	if g.Errored != "" {

@@ -357,7 +357,8 @@ func variantStats(v VariantInfo, a variantAcc, cells [][]cell, complete []bool, 
 		s.PassRate = ptr(float64(s.Passed) / float64(s.Graded))
 		cw := clusterWilson(counted)
 		s.Interval = &cw.interval
-		s.DesignEffect = ptr(cw.designEffect)
+		s.IntervalRule = cw.rule
+		s.DesignEffect = cw.designEffect
 		s.EffectiveTrials = ptr(cw.effective)
 	}
 	s.PassK = make([]PassK, k)

@@ -16,12 +16,17 @@
 //   - Only graded trials count towards a pass rate: errored, cancelled and
 //     skipped trials are infrastructure failures, reported apart by outcome
 //     and cause, with the first message of each cause.
-//   - A pass rate comes with a 95% Wilson score interval computed on an
-//     effective number of trials: the graded trials divided by a design
-//     effect, the cluster-robust (CR1) variance of the pass rate with cases
-//     as clusters over its variance with independent trials. Trials of one
-//     case are alike, so the interval is wider than if they were not; with
-//     one trial per case it is the plain Wilson interval.
+//   - A pass rate comes with a 95% Wilson score interval with continuity
+//     correction computed on an effective number of trials: the graded
+//     trials divided by a design effect, the cluster-robust (CR1) variance
+//     of the pass rate with cases as clusters over its variance with
+//     independent trials, allowing for the cases − 1 degrees of freedom it
+//     is measured with (IntervalClustered). Trials of one case are alike,
+//     so the interval is wider than if they were not; with one trial per
+//     case it is the continuity-corrected Wilson interval on the trials.
+//     When every trial passed, every one failed, or there is one case, how
+//     alike they are cannot be measured, and each case counts as one trial
+//     (IntervalCases); the reports mark such intervals with †.
 //   - pass@k and pass^k, for k = 1 … trials per case, are the unbiased
 //     per-case estimates averaged over the complete cases with at least k
 //     graded trials.

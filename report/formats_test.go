@@ -291,6 +291,7 @@ func TestMarkdownNumbers(t *testing.T) {
 				return
 			}
 			cols := len(mdRow(lines[head]))
+			marked := false
 			for i, v := range back.Variants {
 				cells := mdRow(lines[head+2+i])
 				if len(cells) != cols {
@@ -302,8 +303,14 @@ func TestMarkdownNumbers(t *testing.T) {
 					}
 				} else {
 					near(t, num(t, `^([0-9.]+)%$`, cells[3]), *v.PassRate*100, 0.05)
-					near(t, num(t, `^([0-9.]+)–`, cells[4]), v.Interval.Low*100, 0.05)
-					near(t, num(t, `–([0-9.]+)%$`, cells[4]), v.Interval.High*100, 0.05)
+					// † marks an interval on the number of cases.
+					iv, mark := strings.CutSuffix(cells[4], "†")
+					if cases := v.IntervalRule == report.IntervalCases; mark != cases {
+						t.Errorf("%s: interval %q under rule %s, want † only under %s", v.Variant, cells[4], v.IntervalRule, report.IntervalCases)
+					}
+					marked = marked || mark
+					near(t, num(t, `^([0-9.]+)–`, iv), v.Interval.Low*100, 0.05)
+					near(t, num(t, `–([0-9.]+)%$`, iv), v.Interval.High*100, 0.05)
 				}
 				if want := fmt.Sprintf("%d/%d", v.Passed, v.Graded); cells[5] != want {
 					t.Errorf("%s: passed %q, want %q", v.Variant, cells[5], want)
@@ -311,6 +318,9 @@ func TestMarkdownNumbers(t *testing.T) {
 				if cells[6] != strconv.Itoa(v.Outcomes.Errored) || cells[7] != strconv.Itoa(v.Missing) {
 					t.Errorf("%s: errored %q missing %q, want %d %d", v.Variant, cells[6], cells[7], v.Outcomes.Errored, v.Missing)
 				}
+			}
+			if legend := at("† "); marked != (legend > head) {
+				t.Errorf("a † in the table: %v; its legend at line %d:\n%s", marked, legend, md)
 			}
 			var differ []report.CaseRow
 			for _, c := range back.Cases {

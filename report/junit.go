@@ -49,6 +49,9 @@ type junitCase struct {
 	Skipped   *junitMessage `xml:"skipped"`
 	Error     *junitMessage `xml:"error"`
 	Failure   *junitMessage `xml:"failure"`
+	// SystemOut lists what advisory judges said of the case's trials
+	// when they did not pass them: output to read, never a failure.
+	SystemOut string `xml:"system-out,omitempty"`
 }
 
 type junitMessage struct {
@@ -71,6 +74,9 @@ type junitMessage struct {
 //   - skipped when no trial of it passed: every trial was skipped,
 //     cancelled or is missing;
 //   - a pass otherwise.
+//
+// An advisory judge (gate: false) is never a failure: a trial it did not
+// pass is listed in the testcase's system-out, whatever the testcase is.
 //
 // Its time is the sum of its trials' durations. Text from transcripts
 // (messages, reasons, ids) is kept as stored, with the characters XML
@@ -105,7 +111,7 @@ func (r Report) WriteJUnit(w io.Writer, grades []grade.TrialGrade) error {
 		for _, row := range r.Cases {
 			c := junitCase{Name: xmlText(junitOr(row.Case, "(no id)")), Classname: pkg + "." + s.Name}
 			var ms float64
-			var failed, errored []string
+			var failed, errored, advisory []string
 			passed := 0
 			firstErr := ""
 			for i := 1; i <= r.Run.TrialsPerCase; i++ {
@@ -114,6 +120,9 @@ func (r Report) WriteJUnit(w io.Writer, grades []grade.TrialGrade) error {
 					continue
 				}
 				ms += g.Trial.DurationMs
+				for _, line := range advisoryLines(g) {
+					advisory = append(advisory, fmt.Sprintf("trial %d: %s", i, line))
+				}
 				switch {
 				case g.Graded && g.Passed:
 					passed++
@@ -151,6 +160,9 @@ func (r Report) WriteJUnit(w io.Writer, grades []grade.TrialGrade) error {
 			case passed == 0:
 				c.Skipped = &junitMessage{Message: xmlText(junitNotRun(cell))}
 				s.Skipped++
+			}
+			if len(advisory) > 0 {
+				c.SystemOut = xmlText(AdvisoryNote + ".\n" + strings.Join(advisory, "\n"))
 			}
 			c.Time = junitSeconds(ms)
 			suiteMs += ms

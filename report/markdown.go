@@ -41,16 +41,24 @@ func (r Report) WriteMarkdown(w io.Writer, v Verdict) error {
 	if len(r.Variants) > 0 {
 		fmt.Fprintln(ew, "| Variant | Client | Model | Pass rate | 95% CI | Passed | Errored | Missing |")
 		fmt.Fprintln(ew, "|---|---|---|---:|---:|---:|---:|---:|")
+		marked := false
 		for _, s := range r.Variants {
 			rate, iv := "–", "–"
 			if s.PassRate != nil {
 				rate = fmt.Sprintf("%.1f%%", *s.PassRate*100)
 				iv = fmt.Sprintf("%.1f–%.1f%%", s.Interval.Low*100, s.Interval.High*100)
 			}
+			if s.IntervalRule == IntervalCases {
+				iv += casesMark
+				marked = true
+			}
 			fmt.Fprintf(ew, "| %s | %s | %s | %s | %s | %d/%d | %d | %d |\n", md(s.Variant), md(orDash(s.Client)), md(orDash(s.Model)),
 				rate, iv, s.Passed, s.Graded, s.Outcomes.Errored, s.Missing)
 		}
 		fmt.Fprintln(ew)
+		if marked {
+			fmt.Fprintf(ew, "%s %s.\n\n", casesMark, strings.ToUpper(casesLegend[:1])+casesLegend[1:])
+		}
 	}
 	r.markdownPassK(ew)
 	r.markdownJudges(ew)

@@ -130,10 +130,13 @@ type VariantStats struct {
 	Description string `json:"description,omitempty"`
 	// PassRate is Passed/Graded, null when nothing was graded.
 	PassRate *float64 `json:"passRate"`
-	// Interval is the 95% Wilson score interval of PassRate computed on
-	// EffectiveTrials instead of Graded, so that it allows for the trials
-	// of one case being alike; null with PassRate.
-	Interval *Interval `json:"interval"`
+	// Interval is the 95% Wilson score interval with continuity
+	// correction of PassRate computed on EffectiveTrials instead of
+	// Graded, so that it allows for the trials of one case being alike;
+	// null with PassRate. IntervalRule says how EffectiveTrials was found:
+	// IntervalClustered or IntervalCases; it is absent with Interval.
+	Interval     *Interval `json:"interval"`
+	IntervalRule string    `json:"intervalRule,omitempty"`
 	// Passed and Graded count graded trials of complete cases; Cases counts
 	// the complete cases with at least one graded trial.
 	Passed int `json:"passed"`
@@ -141,8 +144,11 @@ type VariantStats struct {
 	Cases  int `json:"cases"`
 	// DesignEffect is the cluster-robust (CR1) variance of PassRate over
 	// cases divided by its variance were every trial independent, at least
-	// 1; EffectiveTrials is Graded/DesignEffect. Both are null with
-	// PassRate. docs/statistics.md says when the effect is taken as 1.
+	// 1; it is null under IntervalCases, where it cannot be measured, and
+	// with PassRate. EffectiveTrials is Graded/DesignEffect times the
+	// degrees-of-freedom factor (t_{Graded−1}/t_{Cases−1})² under
+	// IntervalClustered, and Cases under IntervalCases; null with PassRate.
+	// docs/statistics.md gives the rule.
 	DesignEffect    *float64 `json:"designEffect"`
 	EffectiveTrials *float64 `json:"effectiveTrials"`
 	// Trials counts transcripts present, of all cases; Planned and Missing

@@ -75,9 +75,10 @@ func TestBuildVariants(t *testing.T) {
 		{
 			Variant: "terse", Client: "api", Model: "offline", Description: "short descriptions",
 			// c1 1/2, c2 2/2, c3 0/1: the trials of c1 and c3 disagree
-			// little, so the design effect is only 1.04.
-			PassRate: f(3.0 / 5), Interval: &Interval{Low: 0.2261, High: 0.8851},
-			Passed: 3, Graded: 5, Cases: 3, DesignEffect: f(1.04), EffectiveTrials: f(5 / 1.04),
+			// little, so the design effect is only 1.04; but three cases
+			// leave 2 degrees of freedom: 5/1.04 · (t_4/t_2)² trials.
+			PassRate: f(3.0 / 5), Interval: &Interval{Low: 0.04957, High: 0.98969}, IntervalRule: IntervalClustered,
+			Passed: 3, Graded: 5, Cases: 3, DesignEffect: f(1.04), EffectiveTrials: f(5 / 1.04 * 0.416395),
 			Trials: 7, Planned: 8, Missing: 1,
 			PassK:    []PassK{{K: 1, Cases: 3, PassAt: f(0.5), PassHat: f(0.5)}, {K: 2, Cases: 2, PassAt: f(1), PassHat: f(0.5)}},
 			Outcomes: Outcomes{Answered: 6, Errored: 1},
@@ -92,9 +93,10 @@ func TestBuildVariants(t *testing.T) {
 		{
 			Variant: "clear", Client: "api", Model: "offline",
 			// c1 2/2, c2 2/2, c3 1/2: fewer passes within a case than
-			// across cases would give an effect below 1, taken as 1.
-			PassRate: f(5.0 / 6), Interval: &Interval{Low: 0.4365, High: 0.9699},
-			Passed: 5, Graded: 6, Cases: 3, DesignEffect: f(1), EffectiveTrials: f(6),
+			// across cases would give an effect below 1, taken as 1;
+			// 6 · (t_5/t_2)² trials.
+			PassRate: f(5.0 / 6), Interval: &Interval{Low: 0.13798, High: 1}, IntervalRule: IntervalClustered,
+			Passed: 5, Graded: 6, Cases: 3, DesignEffect: f(1), EffectiveTrials: f(6 * 0.356936),
 			Trials: 8, Planned: 8, Missing: 0,
 			PassK:       []PassK{{K: 1, Cases: 3, PassAt: f(5.0 / 6), PassHat: f(5.0 / 6)}, {K: 2, Cases: 3, PassAt: f(1), PassHat: f(2.0 / 3)}},
 			Outcomes:    Outcomes{Answered: 7, TimedOut: 1},
@@ -316,11 +318,11 @@ func TestJSONKeys(t *testing.T) {
 		{"run", doc["run"], []string{"collect", "eval", "id", "trialsPerCase"}},
 		{"variants[0]", first(doc["variants"]), []string{
 			"cases", "client", "description", "designEffect", "effectiveTrials", "errorGroups", "errors", "graded",
-			"interval", "latencyMs", "missing", "model", "outcomes",
+			"interval", "intervalRule", "latencyMs", "missing", "model", "outcomes",
 			"passK", "passRate", "passed", "planned", "tokens", "toolCalls", "trials", "variant"}},
 		{"variants[1]", doc["variants"].([]any)[1], []string{
 			"cases", "client", "designEffect", "effectiveTrials", "errorGroups", "errors", "graded",
-			"interval", "latencyMs", "missing", "model", "outcomes",
+			"interval", "intervalRule", "latencyMs", "missing", "model", "outcomes",
 			"passK", "passRate", "passed", "planned", "tokens", "toolCalls", "trials", "variant"}},
 		{"variants[0].interval", first(doc["variants"]).(map[string]any)["interval"], []string{"high", "low"}},
 		{"variants[0].passK[0]", first(first(doc["variants"]).(map[string]any)["passK"]), []string{"cases", "k", "passAt", "passHat"}},
@@ -368,8 +370,8 @@ Plan      2 variants × 4 cases × 2 trials = 16 trials
 Outcomes  13 answered, 1 timed out, 1 errored, 1 missing
 
 VARIANT  CLIENT  MODEL    PASS RATE [95% CI]  PASSED  ANSWERED  NO ANSWER  TIMED OUT  ERRORED  CANCELLED  MISSING  TOKENS IN/OUT  LATENCY P50/P95
-terse    api     offline  60.0% [22.6–88.5]   3/5     6         0          0          1        0          1        1.0k/100       1.5s/2.0s
-clear    api     offline  83.3% [43.6–97.0]   5/6     7         0          1          0        0          0        1.0k/100       1.5s/2.0s
+terse    api     offline  60.0% [5.0–99.0]    3/5     6         0          0          1        0          1        1.0k/100       1.5s/2.0s
+clear    api     offline  83.3% [13.8–100.0]  5/6     7         0          1          0        0          0        1.0k/100       1.5s/2.0s
 
 Not graded:
   terse  1 errored (provider)  first c3 #1: no message
@@ -392,7 +394,7 @@ Note: 1 trial missing; 1 case left out of pass rates; mst run --resume runs what
 Note: 1 trial errored or cancelled: not counted as passes or failures
 Note: 2 transcripts outside the plan or repeated, ignored
 
-Method: only graded trials of complete cases count; 95% CI: Wilson on effective trials (graded ÷ CR1 design effect, clustered by case).
+Method: only graded trials of complete cases count; 95% CI: Wilson with continuity correction on effective trials (graded ÷ CR1 design effect, clustered by case, for cases − 1 degrees of freedom).
 Comparisons: paired by case; percentile bootstrap of the mean difference (2000 resamples, fixed seed); exact two-sided sign test.
 `
 	if diff := cmp.Diff(want, buf.String()); diff != "" {

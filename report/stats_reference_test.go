@@ -58,9 +58,11 @@ func TestStatsReference(t *testing.T) {
 		TrialsPerCase int       `json:"trialsPerCase"`
 		Cases         []refCase `json:"cases"`
 		Want          struct {
-			Passed, Graded, Cases                              int
-			PassRate, DesignEffect, EffectiveTrials, Low, High float64
-			PassK                                              []struct {
+			Passed, Graded, Cases                int
+			PassRate, EffectiveTrials, Low, High float64
+			DesignEffect                         *float64
+			IntervalRule                         string
+			PassK                                []struct {
 				K, Cases        int
 				PassAt, PassHat *float64
 			}
@@ -80,15 +82,20 @@ func TestStatsReference(t *testing.T) {
 			if v.Passed != w.Passed || v.Graded != w.Graded || v.Cases != w.Cases {
 				t.Errorf("passed/graded/cases = %d/%d/%d, want %d/%d/%d", v.Passed, v.Graded, v.Cases, w.Passed, w.Graded, w.Cases)
 			}
-			if v.PassRate == nil || v.Interval == nil || v.DesignEffect == nil || v.EffectiveTrials == nil {
+			if v.PassRate == nil || v.Interval == nil || v.EffectiveTrials == nil {
 				t.Fatalf("variant %+v has nulls, want numbers", v)
+			}
+			if v.IntervalRule != w.IntervalRule {
+				t.Errorf("interval rule %q, reference %q", v.IntervalRule, w.IntervalRule)
+			}
+			if !nearPtr(v.DesignEffect, w.DesignEffect, tol) {
+				t.Errorf("design effect %s, reference %s", show(v.DesignEffect), show(w.DesignEffect))
 			}
 			for _, f := range []struct {
 				what      string
 				got, want float64
 			}{
 				{"pass rate", *v.PassRate, w.PassRate},
-				{"design effect", *v.DesignEffect, w.DesignEffect},
 				{"effective trials", *v.EffectiveTrials, w.EffectiveTrials},
 				{"interval low", v.Interval.Low, w.Low},
 				{"interval high", v.Interval.High, w.High},
@@ -133,22 +140,27 @@ func show(x *float64) string {
 //	  V_case = G/(G−1) · 2/N² = 3/2 · 2/36 = 1/12.
 //	Trial residuals ±1/2, six of them, Σ squares = 3/2, so
 //	  V_trial = N/(N−1) · (3/2)/N² = 6/5 · 1/24 = 1/20.
-//	Design effect 20/12 = 5/3; effective trials 6 ÷ 5/3 = 3.6.
-//	Wilson at p = 1/2, n = 3.6 (z = 1.959964, z² = 3.841459):
-//	  centre 1/2; half = z/(1 + z²/n) · √(p(1−p)/n + z²/4n²)
-//	       = 1.959964/2.067072 · √(0.069444 + 0.074103) = 0.35925,
-//	  so the interval is 14.08% … 85.92% (plain Wilson on 6 trials: 18.8% … 81.2%).
+//	Design effect 20/12 = 5/3; 6 ÷ 5/3 = 3.6 trials.
+//	Degrees of freedom: G − 1 = 2 instead of N − 1 = 5, so the effective
+//	  trials are 3.6 · (t_5/t_2)² = 3.6 · (2.570582/4.302653)² = 1.284969.
+//	Continuity correction 1/(2n) = 0.389114: Wilson's low end at
+//	  p' = 0.110886, n = 1.284969 (z = 1.959964, z² = 3.841459):
+//	  centre (p' + z²/2n)/(1 + z²/n) = 1.605644/3.989530 = 0.402465;
+//	  half = z/(1 + z²/n) · √(p'(1−p')/n + z²/4n²)
+//	       = 0.491279 · √(0.076728 + 0.581636) = 0.398617,
+//	  so the low end is 0.385%, and by symmetry the high end 99.615%:
+//	  three cases say next to nothing (plain Wilson on 6 trials: 18.8% … 81.2%).
 //	pass@1 = pass^1 = mean of 1, 0, 1/2 = 1/2.
 //	pass@2: A 1, B 0, C 1 − C(1,2)/C(2,2) = 1; mean 2/3.
 //	pass^2: A 1, B 0, C C(1,2)/C(2,2) = 0; mean 1/3.
 func TestStatsByHand(t *testing.T) {
 	t.Parallel()
 	v := Build(oneVariant(2, []refCase{{2, 2}, {2, 0}, {2, 1}}, 7)).Variants[0]
-	if !near(*v.DesignEffect, 5.0/3, 1e-12) || !near(*v.EffectiveTrials, 3.6, 1e-12) {
-		t.Errorf("design effect %v, effective trials %v, want 5/3 and 3.6", *v.DesignEffect, *v.EffectiveTrials)
+	if v.IntervalRule != IntervalClustered || !near(*v.DesignEffect, 5.0/3, 1e-12) || !near(*v.EffectiveTrials, 1.284969, 5e-7) {
+		t.Errorf("rule %s, design effect %v, effective trials %v, want clustered, 5/3 and 1.284969", v.IntervalRule, *v.DesignEffect, *v.EffectiveTrials)
 	}
-	if !near(v.Interval.Low, 0.1408, 5e-5) || !near(v.Interval.High, 0.8592, 5e-5) {
-		t.Errorf("interval = %.4f … %.4f, want 0.1408 … 0.8592", v.Interval.Low, v.Interval.High)
+	if !near(v.Interval.Low, 0.00385, 5e-6) || !near(v.Interval.High, 0.99615, 5e-6) {
+		t.Errorf("interval = %.5f … %.5f, want 0.00385 … 0.99615", v.Interval.Low, v.Interval.High)
 	}
 	want := []struct{ at, hat float64 }{{0.5, 0.5}, {2.0 / 3, 1.0 / 3}}
 	for j, w := range want {
@@ -161,7 +173,7 @@ func TestStatsByHand(t *testing.T) {
 // TestClusterIntervalWidth: when whole cases pass or fail together, as on
 // the quickstart, the interval is wider than Wilson's on the trials taken
 // as independent, and contains it; with one trial per case it is exactly
-// Wilson's.
+// the continuity-corrected Wilson interval on the trials.
 func TestClusterIntervalWidth(t *testing.T) {
 	t.Parallel()
 	for g := 2; g <= 12; g++ {
@@ -193,8 +205,10 @@ func TestClusterIntervalWidth(t *testing.T) {
 	}
 	v := Build(oneVariant(3, cases, 1)).Variants[0]
 	naive := wilson(15, 42)
-	if ratio := (v.Interval.High - v.Interval.Low) / (naive.High - naive.Low); ratio < 1.5 || ratio > 1.8 {
-		t.Errorf("quickstart terse: interval %v is %.2f× the width of Wilson's %v, want about 1.65×", *v.Interval, ratio, naive)
+	// √deff = √(41/13) = 1.78 of it is the design effect; the rest the
+	// continuity correction and the 13 degrees of freedom.
+	if ratio := (v.Interval.High - v.Interval.Low) / (naive.High - naive.Low); ratio < 1.85 || ratio > 2.05 {
+		t.Errorf("quickstart terse: interval %v is %.2f× the width of Wilson's %v, want about 1.96×", *v.Interval, ratio, naive)
 	}
 
 	for n := 1; n <= 40; n++ {
@@ -207,9 +221,15 @@ func TestClusterIntervalWidth(t *testing.T) {
 				}
 			}
 			v := Build(oneVariant(1, cases, uint64(n*100+c))).Variants[0]
-			if want := wilson(c, n); *v.Interval != want || *v.DesignEffect != 1 || *v.EffectiveTrials != float64(n) {
-				t.Errorf("one trial per case, %d of %d pass: interval %v, design effect %v, effective %v; want Wilson %v, 1, %d",
-					c, n, *v.Interval, *v.DesignEffect, *v.EffectiveTrials, want, n)
+			// Every case passing or failing, or a single case, is the
+			// cases rule, which counts the same n trials.
+			rule, deff := IntervalClustered, "1"
+			if c == 0 || c == n || n == 1 {
+				rule, deff = IntervalCases, "null"
+			}
+			if want := wilsonCC(float64(c)/float64(n), float64(n)); *v.Interval != want || v.IntervalRule != rule || show(v.DesignEffect) != deff || *v.EffectiveTrials != float64(n) {
+				t.Errorf("one trial per case, %d of %d pass: interval %v, rule %s, design effect %s, effective %v; want %v, %s, %s, %d",
+					c, n, *v.Interval, v.IntervalRule, show(v.DesignEffect), *v.EffectiveTrials, want, rule, deff, n)
 			}
 		}
 	}

@@ -159,9 +159,15 @@ func (r Report) writeVariants(w io.Writer, width int) {
 	}
 	cols = append(cols, Column{Head: "MISSING", Drop: 12}, Column{Head: "TOKENS IN/OUT", Drop: 7}, Column{Head: "LATENCY P50/P95", Drop: 8})
 	t := Table{Columns: cols}
+	marked := false
 	for _, v := range r.Variants {
+		rate := passRate(v.PassRate, v.Interval)
+		if v.IntervalRule == IntervalCases {
+			rate += casesMark
+			marked = true
+		}
 		row := []string{text(v.Variant), text(orDash(v.Client)), text(orDash(v.Model)),
-			passRate(v.PassRate, v.Interval), fmt.Sprintf("%d/%d", v.Passed, v.Graded),
+			rate, fmt.Sprintf("%d/%d", v.Passed, v.Graded),
 			fmt.Sprint(v.Outcomes.Answered), fmt.Sprint(v.Outcomes.NoAnswer), fmt.Sprint(v.Outcomes.TimedOut),
 			fmt.Sprint(v.Outcomes.Errored), fmt.Sprint(v.Outcomes.Cancelled)}
 		if skipped {
@@ -175,8 +181,18 @@ func (r Report) writeVariants(w io.Writer, width int) {
 	if n := t.Write(w, width); n > 0 {
 		fmt.Fprintln(w, Wrap(fmt.Sprintf("(%s left out to fit %d columns; mst report --json has them all)", plural(n, "column"), width), width, " "))
 	}
+	if marked {
+		fmt.Fprintln(w, Wrap("("+casesMark+" "+casesLegend+")", width, " "))
+	}
 	fmt.Fprintln(w)
 }
+
+// casesMark follows a pass-rate interval made by the IntervalCases rule,
+// in every format; casesLegend explains it.
+const (
+	casesMark   = "†"
+	casesLegend = "every trial passed, every one failed, or there is one case: nothing measures how alike a case's trials are, so the CI counts each case as one trial"
+)
 
 // writeErrorGroups lists, under the variant table, the trials that errored
 // or were skipped, one line per variant and cause, with the first message.
@@ -456,7 +472,7 @@ func (r Report) writeMethods(w io.Writer, width int) {
 	if len(r.Variants) == 0 {
 		return
 	}
-	fmt.Fprintln(w, Wrap("Method: only graded trials of complete cases count; 95% CI: Wilson on effective trials (graded ÷ CR1 design effect, clustered by case).", width, "  "))
+	fmt.Fprintln(w, Wrap("Method: only graded trials of complete cases count; 95% CI: Wilson with continuity correction on effective trials (graded ÷ CR1 design effect, clustered by case, for cases − 1 degrees of freedom).", width, "  "))
 	if len(r.Comparisons) > 0 {
 		fmt.Fprintln(w, Wrap(fmt.Sprintf("Comparisons: paired by case; percentile bootstrap of the mean difference (%d resamples, fixed seed); exact two-sided sign test.", bootstrapResamples), width, "  "))
 	}
@@ -551,7 +567,7 @@ func (r Report) WriteFailures(w io.Writer, grades []grade.TrialGrade, width int)
 	for _, g := range grades {
 		byKey[g.Key] = g
 	}
-	n := 0
+	n, advisory := 0, false
 	for _, v := range r.Variants {
 		for _, c := range r.Cases {
 			for i := 1; i <= r.Run.TrialsPerCase; i++ {
@@ -567,6 +583,12 @@ func (r Report) WriteFailures(w io.Writer, grades []grade.TrialGrade, width int)
 				for _, reason := range trialReasons(g) {
 					fmt.Fprintln(ew, Wrap("    "+text(reason), width, "      "))
 				}
+				// Advisory judges that scored the trial low come after its
+				// reasons, marked: they are not why it failed.
+				for _, line := range advisoryLines(g) {
+					fmt.Fprintln(ew, Wrap("    "+text(line), width, "      "))
+					advisory = true
+				}
 			}
 		}
 	}
@@ -575,14 +597,19 @@ func (r Report) WriteFailures(w io.Writer, grades []grade.TrialGrade, width int)
 		return ew.err
 	}
 	fmt.Fprintf(ew, "\n%s\n", Wrap(plural(n, "trial")+" failed; mst show RUN VARIANT CASE TRIAL prints one in full.", width, "  "))
+	if advisory {
+		fmt.Fprintln(ew, Wrap(AdvisoryNote+".", width, "  "))
+	}
 	return ew.err
 }
 
-// trialReasons lists why a graded trial failed, one reason a line.
+// trialReasons lists why a graded trial failed, one reason a line: the
+// graders that decide the trial and failed it (an advisory judge is never
+// a reason), and what its outcome alone failed it for.
 func trialReasons(g grade.TrialGrade) []string {
 	var out []string
 	for _, res := range g.Results {
-		if res.Passed {
+		if res.Passed || res.Advisory {
 			continue
 		}
 		s := res.Grader

@@ -129,9 +129,15 @@ func (e *gradeEvents) check(m *shard.Graded, data []byte) (grade.TrialGrade, err
 	if tg.Passed && tg.Errored != "" {
 		return tg, errors.New("it passes a trial whose grading errored")
 	}
+	// A result fails the trial as grade.TrialContext, which the worker
+	// ran, says: an advisory judge's low score (gate: false) does not.
 	for _, r := range tg.Results {
-		if tg.Passed && !r.Passed {
+		switch {
+		case !tg.Passed:
+		case r.FailsTrial():
 			return tg, fmt.Errorf("it passes the trial although grader %s failed it", r.Grader)
+		case !r.Advisory && r.Error != "":
+			return tg, fmt.Errorf("it passes the trial although grader %s, which decides it, gave no verdict", r.Grader)
 		}
 	}
 	return tg, nil

@@ -114,7 +114,7 @@ func TestQuickstartPassRates(t *testing.T) {
 	}
 	// Whole cases pass or fail together, so the intervals allow for the
 	// trials of a case being alike (docs/statistics.md).
-	wantCI := map[string]string{"terse": "16.0–61.8", "clear": "67.8–98.8"}
+	wantCI := map[string]string{"terse": "12.4–67.0", "clear": "60.5–99.8"}
 	gotCI := map[string]string{}
 	for _, v := range out.Report.Variants {
 		if v.Interval != nil {

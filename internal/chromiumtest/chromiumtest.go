@@ -8,23 +8,31 @@ package chromiumtest
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/mst-eval/mst/internal/testbin"
+	"github.com/mst-eval/mst/internal/testneed"
 )
 
-// Binary returns the Chromium to run (MST_CHROMIUM, or one on PATH), and
-// fails t when there is none.
+// Binary returns the Chromium to run (MST_CHROMIUM, or one on PATH); when
+// there is none it stops t as testneed.Missing does (a failure under CI, a
+// skip elsewhere).
 func Binary(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("MST_CHROMIUM"); p != "" {
 		return p
 	}
-	return testbin.Program(t, "apt-get install chromium, or set MST_CHROMIUM to a Chromium binary", "chromium", "chromium-browser", "google-chrome", "chrome")
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	testneed.Missing(t, "Chromium is not installed: apt-get install chromium, or set MST_CHROMIUM to a Chromium binary")
+	return ""
 }
 
 // Page is one tab of a browser of its own.
@@ -129,12 +137,34 @@ func (p *Page) WaitVisible(t testing.TB, sel string) {
 	}
 }
 
+// Resize makes the page's viewport width × height CSS pixels, as a
+// window of that size (or a phone's screen: 390 wide) shows it, until the
+// next Resize.
+func (p *Page) Resize(t testing.TB, width, height int64) {
+	t.Helper()
+	if err := chromedp.Do(p.Ctx, chromedp.EmulateViewport(width, height)); err != nil {
+		t.Fatalf("resizing the page to %d×%d: %v", width, height, err)
+	}
+}
+
 // Screenshot writes a PNG of what the window shows as name into the test's
 // artifact folder: $MST_ARTIFACTS when set (the CI keeps it), else
 // t.ArtifactDir() (kept with go test -artifacts). It logs the path.
 func (p *Page) Screenshot(t *testing.T, name string) string {
 	t.Helper()
-	png, err := chromedp.Run(p.Ctx, chromedp.CaptureScreenshot())
+	return p.save(t, name, chromedp.CaptureScreenshot())
+}
+
+// FullScreenshot is Screenshot of the whole page, below the window's
+// bottom edge too, at the window's width.
+func (p *Page) FullScreenshot(t *testing.T, name string) string {
+	t.Helper()
+	return p.save(t, name, chromedp.FullScreenshot(100))
+}
+
+func (p *Page) save(t *testing.T, name string, shot chromedp.Action[[]byte]) string {
+	t.Helper()
+	png, err := chromedp.Run(p.Ctx, shot)
 	if err != nil {
 		t.Fatalf("taking a screenshot: %v", err)
 	}

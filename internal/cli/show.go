@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mst-eval/mst/grade"
+	"github.com/mst-eval/mst/report"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
 )
@@ -193,6 +194,9 @@ func writeTranscript(w io.Writer, t *transcript.Transcript, g *grade.TrialGrade)
 	switch {
 	case g == nil:
 		fmt.Fprintln(ew, "Grade:   not graded yet (mst report RUN grades it)")
+	case !g.Graded && g.Errored != "":
+		fmt.Fprintln(ew, "Grade:   not graded: a grader that decides the trial gave no verdict (mst grade RUN grades it again)")
+		writeResults(ew, g)
 	case !g.Graded:
 		fmt.Fprintln(ew, "Grade:   not graded (the trial did not run to an end)")
 	default:
@@ -201,22 +205,25 @@ func writeTranscript(w io.Writer, t *transcript.Transcript, g *grade.TrialGrade)
 			verdict = "passed"
 		}
 		fmt.Fprintf(ew, "Grade:   %s\n", verdict)
-		for _, r := range g.Results {
-			mark := "✓"
-			if !r.Passed {
-				mark = "✗"
-			}
-			line := fmt.Sprintf("  %s %s", mark, p(r.Grader))
-			if r.Detail != "" {
-				line += ": " + p(r.Detail)
-			}
-			fmt.Fprintln(ew, line)
-		}
+		writeResults(ew, g)
 		if g.Failed != "" {
-			fmt.Fprintf(ew, "  ✗ %s\n", p(g.Failed))
+			fmt.Fprintf(ew, "  %s %s\n", report.MarkFailed, p(g.Failed))
 		}
 	}
 	return ew.err
+}
+
+// writeResults prints each grader's result on a line of its own, marked
+// as report.ResultLine marks it: an advisory judge that did not pass the
+// trial gets a mark of its own and the word advisory, never a cross, and a
+// note says what that means.
+func writeResults(w io.Writer, g *grade.TrialGrade) {
+	for _, r := range g.Results {
+		fmt.Fprintln(w, "  "+transcript.Printable(report.ResultLine(r)))
+	}
+	if report.HasAdvisory(g.Results) {
+		fmt.Fprintln(w, "  ("+report.AdvisoryNote+")")
+	}
 }
 
 // writeCall prints one tool call with its arguments and result.

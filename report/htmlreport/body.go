@@ -65,9 +65,14 @@ type call struct {
 }
 
 type gradeBody struct {
-	Graded  bool           `json:"graded"`
-	Passed  bool           `json:"passed"`
-	Failed  string         `json:"failed,omitempty"`
+	Graded bool   `json:"graded"`
+	Passed bool   `json:"passed"`
+	Failed string `json:"failed,omitempty"`
+	// Errored says why the trial could not be graded (a grader that
+	// decides it gave no verdict).
+	Errored string `json:"errored,omitempty"`
+	// Results are the graders' results; the page marks an advisory one
+	// (Advisory) that did not pass apart from a failure.
 	Results []grade.Result `json:"results,omitempty"`
 	// Stale is true when the grade is of an earlier transcript of the
 	// trial than the one shown.
@@ -135,10 +140,11 @@ func newBody(t *transcript.Transcript) body {
 // transcript that ended at ended (Unix nanoseconds, endedAt): stale when g
 // is of another transcript of the trial.
 func newGradeBody(g *grade.TrialGrade, ended int64) *gradeBody {
-	gb := &gradeBody{Graded: g.Graded, Passed: g.Graded && g.Passed, Failed: clip(g.Failed), Results: g.Results}
+	gb := &gradeBody{Graded: g.Graded, Passed: g.Graded && g.Passed, Failed: clip(g.Failed), Errored: clip(g.Errored), Results: g.Results}
 	gb.Stale = !g.Trial.Ended.IsZero() && endedAt(g.Trial.Ended) != ended
 	for i, r := range gb.Results {
 		gb.Results[i].Detail = clip(r.Detail)
+		gb.Results[i].Error = clip(r.Error)
 	}
 	return gb
 }

@@ -74,8 +74,8 @@ func TestWriteEscapesHostileText(t *testing.T) {
 			t.Errorf("the page holds %q: %q", bad, low[max(0, i-80):min(len(low), i+80)])
 		}
 	}
-	if n := strings.Count(low, "<svg"); n != 1 {
-		t.Errorf("the page has %d <svg tags, want its one chart", n)
+	if n := strings.Count(low, "<svg"); n != 2 {
+		t.Errorf("the page has %d <svg tags, want its chart's two (wide and narrow)", n)
 	}
 	// The names are there, escaped.
 	for _, want := range []string{`&lt;script&gt;window.__pwned=1&lt;/script&gt;`, `rtl\u202eevil`, `esc\x1b[2J`} {

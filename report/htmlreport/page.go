@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/mst-eval/mst/report"
@@ -50,6 +51,7 @@ var funcs = template.FuncMap{
 	"p":     pValue,
 	"diff":  signed,
 	"score": score,
+	"fixed": fixed2,
 	"ptr":   func(x float64) *float64 { return &x },
 }
 
@@ -66,12 +68,17 @@ type page struct {
 	ReportJSON template.JS
 	MetaJSON   template.JS
 	RunJSON    string
-	Chart      chart
-	Variants   []variantRow
-	Rows       []gridRow
-	Errors     []errorSection
-	HasPassK   bool
-	PassKs     []int
+	// Chart is the wide pass-rate chart, NarrowChart the one for a narrow
+	// window.
+	Chart       chart
+	NarrowChart chart
+	Variants    []variantRow
+	// Cols are the variants table's optional columns the page shows.
+	Cols     columns
+	Rows     []gridRow
+	Errors   []errorSection
+	HasPassK bool
+	PassKs   []int
 	// Judges are the rows of the judge table, in the text report's order;
 	// GradeErrors counts the trials that could not be graded.
 	Judges       []judgeRow
@@ -101,7 +108,8 @@ func newPage(rep report.Report, rec transcript.Run) *page {
 	if b, err := json.MarshalIndent(rec, "", "  "); err == nil {
 		p.RunJSON = multiline(string(b))
 	}
-	p.Chart = newChart(rep)
+	p.Chart, p.NarrowChart = newChart(rep, false), newChart(rep, true)
+	p.Cols = newColumns(rep.Variants)
 	for i, v := range rep.Variants {
 		p.Variants = append(p.Variants, variantRow{Index: i, V: v})
 	}
@@ -215,6 +223,76 @@ type variantRow struct {
 	V     report.VariantStats
 }
 
+// columns says which optional columns of the variants table the page
+// shows: one that is zero or empty for every variant (no trial timed out
+// anywhere, no model named) is left out, so that the table fits, and
+// Hidden names those left out, for a note under the table. A column any
+// variant has a value in is shown for all.
+type columns struct {
+	Client, Model                                            bool
+	NoAnswer, TimedOut, Errored, Cancelled, Skipped, Missing bool
+	Tokens, Latency, ToolCalls                               bool
+	Hidden                                                   string
+}
+
+func newColumns(variants []report.VariantStats) columns {
+	var c columns
+	for _, v := range variants {
+		c.Client = c.Client || v.Client != ""
+		c.Model = c.Model || v.Model != ""
+		c.NoAnswer = c.NoAnswer || v.Outcomes.NoAnswer != 0
+		c.TimedOut = c.TimedOut || v.Outcomes.TimedOut != 0
+		c.Errored = c.Errored || v.Outcomes.Errored != 0
+		c.Cancelled = c.Cancelled || v.Outcomes.Cancelled != 0
+		c.Skipped = c.Skipped || v.Outcomes.Skipped != 0
+		c.Missing = c.Missing || v.Missing != 0
+		c.Tokens = c.Tokens || v.Tokens.Input != 0 || v.Tokens.Output != 0
+		c.Latency = c.Latency || v.LatencyMs.P50 != nil || v.LatencyMs.P95 != nil
+		c.ToolCalls = c.ToolCalls || v.ToolCalls.Mean != nil
+	}
+	if len(variants) == 0 {
+		return c
+	}
+	var zero, empty []string
+	for _, col := range []struct {
+		shown bool
+		name  string
+		count bool
+	}{
+		{c.Client, "client", false}, {c.Model, "model", false},
+		{c.NoAnswer, "no answer", true}, {c.TimedOut, "timed out", true}, {c.Errored, "errored", true},
+		{c.Cancelled, "cancelled", true}, {c.Skipped, "skipped", true}, {c.Missing, "missing", true},
+		{c.Tokens, "tokens", true}, {c.Latency, "latency", false}, {c.ToolCalls, "tool calls / trial", false},
+	} {
+		switch {
+		case col.shown:
+		case col.count:
+			zero = append(zero, col.name)
+		default:
+			empty = append(empty, col.name)
+		}
+	}
+	var parts []string
+	if len(zero) > 0 {
+		parts = append(parts, list(zero)+": 0 in every variant")
+	}
+	if len(empty) > 0 {
+		parts = append(parts, list(empty)+": none in any variant")
+	}
+	if len(parts) > 0 {
+		c.Hidden = "Columns left out, as they say nothing here: " + strings.Join(parts, "; ") + "."
+	}
+	return c
+}
+
+// list joins names as a sentence does: "a", "a and b", "a, b and c".
+func list(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
 // judgeRow is one row of the judge table. Name is the judge's grader
 // name, cut to fit; Suffix is what its label adds to it (" #" and the
 // start of its hash), never cut, so that judges of one name stay apart.
@@ -288,16 +366,22 @@ type errorTrial struct {
 }
 
 // chart is the pass-rate chart: one bar per variant with its interval.
+// The page has two: a wide one, each variant's name left of its bar and
+// its value right of it, and a narrow one for a phone's screen, the name
+// above the bar and the value below it; the page's style shows one.
 type chart struct {
+	Narrow                    bool
 	Width, Height, Left, Plot int
 	Bars                      []bar
 	Ticks                     []tick
 }
 
 type bar struct {
-	Y, Y2, TextY, W, Low, High, Mid float64
-	Label, Value                    string
-	Has, HasInterval                bool
+	Y, Y2, Mid, W, Low, High float64
+	// The name is drawn at (LabelX, LabelY), the value at (ValueX, ValueY).
+	LabelX, LabelY, ValueX, ValueY float64
+	Label, Value                   string
+	Has, HasInterval               bool
 }
 
 type tick struct {
@@ -305,13 +389,30 @@ type tick struct {
 	Label string
 }
 
-func newChart(rep report.Report) chart {
-	c := chart{Width: 800, Left: 230, Plot: 420}
-	const row = 28
+// The chart's room for text, in the chart's pixels: gap is the space
+// between a name or a value and the plot, margin what is left around
+// the whole. Text is measured by textWidth, at the chart's font size
+// (report.css).
+const (
+	gap    = 8
+	margin = 8
+)
+
+func newChart(rep report.Report, narrow bool) chart {
+	c := chart{Narrow: narrow, Plot: 420}
+	row, barTop, labelLen := 28.0, 8.0, 28
+	if narrow {
+		c.Plot, row, barTop, labelLen = 340, 58, 20, 40
+	}
 	for i, v := range rep.Variants {
-		b := bar{Y: float64(i*row + 8), Label: short(text(v.Variant), 28), Value: "no graded trial"}
-		b.TextY = b.Y + 14
+		b := bar{Y: float64(i)*row + barTop, Label: short(text(v.Variant), labelLen), Value: "no graded trial"}
 		b.Mid, b.Y2 = b.Y+9, b.Y+18
+		if narrow {
+			b.LabelY, b.ValueY = b.Y-6, b.Y2+15
+		} else {
+			b.LabelX, b.LabelY = -gap, b.Y+14
+			b.ValueX, b.ValueY = float64(c.Plot+gap), b.Y+14
+		}
 		if v.PassRate != nil {
 			b.Has = true
 			b.W = round1(*v.PassRate * float64(c.Plot))
@@ -325,7 +426,26 @@ func newChart(rep report.Report) chart {
 		}
 		c.Bars = append(c.Bars, b)
 	}
-	c.Height = len(rep.Variants)*row + 34
+	// The chart is as wide as its longest name and value need, so that
+	// none is cut off at its edges; the tick labels are centred on the
+	// plot's ends.
+	label, value := 0.0, 0.0
+	for _, b := range c.Bars {
+		label = max(label, textWidth(b.Label))
+		value = max(value, textWidth(b.Value))
+	}
+	tickHalf := textWidth("100%") / 2
+	if narrow {
+		c.Left = int(math.Ceil(tickHalf)) + margin
+		c.Width = c.Left + int(math.Ceil(max(float64(c.Plot)+tickHalf, label, value))) + margin
+	} else {
+		c.Left = int(math.Ceil(max(label+gap, tickHalf))) + margin
+		c.Width = c.Left + c.Plot + int(math.Ceil(max(value+gap, tickHalf))) + margin
+	}
+	c.Height = int(float64(len(rep.Variants))*row) + 34
+	if narrow {
+		c.Height += 6
+	}
 	for i := 0; i <= 4; i++ {
 		c.Ticks = append(c.Ticks, tick{X: float64(c.Plot * i / 4), Label: fmt.Sprintf("%d%%", i*25)})
 	}
@@ -333,6 +453,29 @@ func newChart(rep report.Report) chart {
 }
 
 func round1(x float64) float64 { return math.Round(x*10) / 10 }
+
+// textWidth is a generous estimate of how wide s is drawn in pixels at the
+// chart's 12px sans-serif font: wide (East Asian, emoji) characters take a
+// full em, any other at most two thirds of one.
+func textWidth(s string) float64 {
+	w := 0.0
+	for _, r := range s {
+		if r >= 0x1100 && (unicode.In(r, unicode.Han, unicode.Hangul, unicode.Hiragana, unicode.Katakana) || r >= 0x1f000 || 0xff00 <= r && r <= 0xffef) {
+			w += 12
+		} else {
+			w += 8
+		}
+	}
+	return w
+}
+
+// fixed2 shows a mean with two decimals, or "–" when there is none.
+func fixed2(x *float64) string {
+	if x == nil {
+		return "–"
+	}
+	return strconv.FormatFloat(*x, 'f', 2, 64)
+}
 
 func mustJSON(v any) string {
 	var buf bytes.Buffer

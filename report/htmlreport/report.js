@@ -149,13 +149,24 @@
     if (g) {
       body.appendChild(el("h4", null, "Graders"));
       if (g.stale) body.appendChild(el("p", { class: "st-other" }, "This grade is of an earlier transcript of the trial."));
-      if (!g.graded) body.appendChild(el("p", null, "Not graded: the trial did not run to an end."));
+      if (!g.graded) body.appendChild(el("p", null, g.errored ? "Not graded: a grader that decides the trial gave no verdict (" + g.errored + "); mst grade grades it again." : "Not graded: the trial did not run to an end."));
       if (g.failed) body.appendChild(el("p", { class: "st-fail" }, g.failed));
       const ul = el("ul", { id: "trial-grades" });
+      let advisory = false;
       for (const r of g.results || []) {
-        ul.appendChild(el("li", { class: r.passed ? "st-pass" : "st-fail" }, (r.passed ? "✓ " : "✗ ") + r.grader, r.detail ? el("div", { class: "detail text" }, r.detail) : null));
+        // An advisory judge (gate: false) never fails a trial: when it did
+        // not pass, it gets a neutral mark and says so, never a red cross.
+        let mark = "✗ ", cls = "st-fail";
+        if (r.passed) { mark = "✓ "; cls = "st-pass"; }
+        else if (r.advisory) { mark = "○ "; cls = "st-advisory"; advisory = true; }
+        else if (r.error) { mark = "! "; cls = "st-other"; }
+        const why = r.error ? "no verdict: " + r.error : r.detail;
+        const li = el("li", { class: cls }, mark + r.grader, r.advisory ? el("span", { class: "badge advisory" }, "advisory") : null, why ? el("div", { class: "detail text" }, why) : null);
+        if (r.advisory) li.setAttribute("data-advisory", r.passed ? "passed" : "not-passed");
+        ul.appendChild(li);
       }
       body.appendChild(ul);
+      if (advisory) body.appendChild(el("p", { class: "method", id: "advisory-note" }, "○ advisory: a judge with gate: false; its verdict is recorded and does not decide whether the trial passes."));
     } else {
       body.appendChild(el("p", { class: "st-other" }, "No grade is stored for this trial."));
     }
