@@ -104,10 +104,17 @@ type Definition struct {
 	// client fails when the eval loads. A desktop client that runs a batch
 	// in one app, for example, cannot take a different model per case.
 	CaseOverrides []string
-	// Version reports the version of the product the client drives (a
-	// CLI's or an app's own), as found on the machine; nil for clients
-	// built into MST, whose version is MST's.
-	Version func() string
+	// Version reports the version of the product a setting with these
+	// options drives (a CLI's or an app's own), as found on this machine:
+	// the program the options name (clientOptions.command), not whatever
+	// else is installed. The worker asks it before its hello, for each
+	// distinct setting, with heartbeats going, so it may take a while
+	// (a Node CLI starts slowly on a busy machine); it must bound itself,
+	// run the program with no secret in its environment, and say why it
+	// has no answer. nil for clients built into MST, whose version is
+	// MST's: the worker records MST's version for them, in its hello and
+	// in every transcript whose Result.ClientVersion is empty.
+	Version func(ctx context.Context, options json.RawMessage) (string, error)
 	// Available reports whether this build can run the client on an OS
 	// (a GOOS value already allowed by Requirements.OS). It is checked when
 	// the eval loads, never at trial time; nil means always available.
@@ -205,6 +212,13 @@ type Trial struct {
 	// .ConnectInProcess). The client may close them; the worker stops the
 	// servers behind them.
 	Conns []*servers.Conn
+	// Tools are, when the worker set Servers or Conns, the names of the
+	// tools each of those servers offers, by server name: the names the
+	// client's program sees. A client whose program rewrites tool names
+	// before the model sees them (a CLI that replaces the characters model
+	// APIs refuse) maps the names its program reports back to these, so
+	// that its account of the calls matches the proxies'. Nil otherwise.
+	Tools map[string][]string
 }
 
 // TrialServers returns the servers a trial uses: t.Servers when the worker

@@ -60,6 +60,11 @@ type SharedOptions struct {
 	// BuiltinTools, when set, adds builtinTools: the names of the client's
 	// own tools a variant may turn on, each with what it does.
 	BuiltinTools map[string]string
+	// AlwaysOn, with BuiltinTools, names the client's own tools no setting
+	// of its program turns off, each with what it does and when it is
+	// offered: builtinTools' description says so rather than claim that
+	// every tool it does not name is off.
+	AlwaysOn map[string]string
 }
 
 // MaxActions describes a client's maxActions.
@@ -218,16 +223,32 @@ func sharedOptions(shared SharedOptions) []Option {
 			names = append(names, n)
 		}
 		sort.Strings(names)
-		desc := "The client's own tools a trial may use, by name; every other built-in tool is off, so the model sees only the variant's MCP servers. Calls of built-in tools are recorded as tool calls of the server \"" + BuiltinServer + "\". Names:"
+		off, none := "every other built-in tool is off, so the model sees only the variant's MCP servers", "none: every built-in tool is off"
+		if len(shared.AlwaysOn) > 0 {
+			off, none = "every other built-in tool is off but those always on (below)", "none: every built-in tool is off but those always on"
+		}
+		desc := "The client's own tools a trial may use, by name; " + off + ". Calls of built-in tools are recorded as tool calls of the server \"" + BuiltinServer + "\". Names:"
 		for _, n := range names {
 			desc += " " + n + " (" + shared.BuiltinTools[n] + ");"
 		}
 		desc = desc[:len(desc)-1] + "."
+		if len(shared.AlwaysOn) > 0 {
+			on := make([]string, 0, len(shared.AlwaysOn))
+			for n := range shared.AlwaysOn {
+				on = append(on, n)
+			}
+			sort.Strings(on)
+			desc += " Always on when the variant has servers, whatever this option says (the program has no setting that turns them off):"
+			for _, n := range on {
+				desc += " " + n + " (" + shared.AlwaysOn[n] + ");"
+			}
+			desc = desc[:len(desc)-1] + "."
+		}
 		opts = append(opts, Option{
 			Name:               OptionBuiltinTools,
 			Schema:             map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": names}, "uniqueItems": true},
 			Description:        desc,
-			DefaultDescription: "none: every built-in tool is off",
+			DefaultDescription: none,
 		})
 	}
 	return opts

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // SourceDefinition describes a dataset source a plugin adds: cases read
@@ -234,10 +235,24 @@ func (r *reader) readSource(ctx context.Context, sp Spec, sources *Sources, env 
 		r.fail(0, "", strings.TrimRight(err.Error(), "\n"))
 		return
 	}
+	r.addCases(cases)
+	if len(cases) == 0 && len(r.errs) == 0 {
+		r.fail(0, "", "the source gave no cases")
+	}
+}
+
+// addCases checks cases made in Go, the Nth as line N: each goes through
+// the same checks as a line of a JSONL file, since Go's types give no
+// guarantee about the values (a blank id, a blank input).
+func (r *reader) addCases(cases []Case) {
 	for i, c := range cases {
-		// The case goes through the same checks as a line of a JSONL
-		// file: the source's types give no guarantee about its values.
 		c.Source = ""
+		// JSON would turn invalid UTF-8 into U+FFFD without a word; a
+		// file with it is refused, and so are these.
+		if !utf8.ValidString(c.ID) || !utf8.ValidString(c.Input) || !utf8.ValidString(c.Model) {
+			r.fail(i+1, "", "the id, input or model is not valid UTF-8: a case is UTF-8 text")
+			continue
+		}
 		data, err := json.Marshal(c)
 		if err != nil {
 			r.fail(i+1, c.ID, "cannot encode the case: "+err.Error())
@@ -250,9 +265,20 @@ func (r *reader) readSource(ctx context.Context, sp Spec, sources *Sources, env 
 		}
 		r.addObject(v, i+1)
 	}
-	if len(cases) == 0 && len(r.errs) == 0 {
-		r.fail(0, "", "the source gave no cases")
+}
+
+// Check holds cases made in Go (by a program that builds a plan rather
+// than load a dataset) to what a dataset file and a source's cases are
+// held to: an id and an input that are not blank, ids unique, known keys
+// only. origin names them in the errors, the Nth case as origin:N. An
+// empty list is an error too. The error is an Errors.
+func Check(origin string, cases []Case) error {
+	r := &reader{file: origin}
+	r.addCases(cases)
+	if len(cases) == 0 {
+		r.fail(0, "", "holds no cases")
 	}
+	return checkAcross([]*reader{r})
 }
 
 // safeLoad calls def.Load, turning a panic into an error.

@@ -381,7 +381,8 @@ func (p *Program) programClient(k ManifestKind) *client.Definition {
 		Timeout:        time.Duration(k.TimeoutSeconds) * time.Second,
 		KeyVars:        k.Credentials,
 		ProxiedServers: true,
-		Version:        func() string { return p.version() },
+		// The plugin program's own version: the same for every setting.
+		Version: func(context.Context, json.RawMessage) (string, error) { return p.version(), nil },
 	}
 	d.Run = func(ctx context.Context, op client.OpenParams, t client.Trial) (client.Result, error) {
 		params := ClientRunParams{

@@ -100,6 +100,18 @@ type Outcome struct {
 // Execute runs the plan. It returns the run even when it is partial (Ctrl-C,
 // a lost shard); the error says why a run could not run at all.
 func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
+	// A plan built or changed in Go is held to what files are held to,
+	// before any runner, server or client starts.
+	if err := p.Validate(o.Clients); err != nil {
+		return nil, err
+	}
+	if p.settingOf == nil {
+		// A plan built in Go: its settings are found by variant, on a
+		// copy, so the caller's plan stays as it was given.
+		q := *p
+		q.indexSettings()
+		p = &q
+	}
 	now := time.Now
 	if o.Now != nil {
 		now = o.Now

@@ -108,7 +108,9 @@ trials: 1
 				}
 			}
 			// echo and fail are answered (fail's tool answered with an
-			// error); crash's server died under the call: the trial errored.
+			// error); crash's server died under the call: the model is
+			// told, as every client tells it, and the trial is errored
+			// (server) because the proxy saw the server fail.
 			for _, c := range []struct {
 				key, tool, outcome string
 				chats              int
@@ -116,7 +118,7 @@ trials: 1
 			}{
 				{"good/echo", "echo", "answered", 2, false, false},
 				{"good/fail", "fail", "answered", 2, true, false},
-				{"good/crash", "crash", "errored", 1, true, true},
+				{"good/crash", "crash", "errored", 2, true, true},
 			} {
 				tr := trials[c.key]
 				if tr.Attrs["mst.outcome"] != c.outcome || (tr.StatusCode == tracepb.Status_STATUS_CODE_ERROR) != c.trialErr {

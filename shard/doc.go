@@ -10,6 +10,7 @@
 // message and field.
 //
 //	worker                                  coordinator
+//	  (asks its clients' programs for their versions; heartbeats meanwhile)
 //	  hello {protocol, mstVersion, …}  ──▶   refuses another version, or an OS
 //	                                         its clients do not run on
 //	                                   ◀──   tokens {values}   (the run's secrets)

@@ -43,6 +43,9 @@ type GradeWorker struct {
 	// Heartbeat is how often the worker sends a heartbeat (HeartbeatEvery
 	// when zero).
 	Heartbeat time.Duration
+	// ImageDigest identifies the machine image the worker runs in, when
+	// its runner said (ImageDigestEnv); hello carries it.
+	ImageDigest string
 }
 
 // Run grades the bundle's trials, reading their transcripts from
@@ -79,7 +82,7 @@ func (w *GradeWorker) Run(ctx context.Context, b *Bundle, bundleDir string, in i
 	})
 	defer r.tokens.close()
 	go r.readCoordinator(in, cancel)
-	if err := enc.Write(&Hello{Protocol: Protocol, MSTVersion: w.MSTVersion, Shard: b.Shard, OS: runtime.GOOS, Arch: runtime.GOARCH, Plugins: pluginVersions(ctx, slices.Collect(maps.Keys(b.Plugins)))}); err != nil {
+	if err := enc.Write(&Hello{Protocol: Protocol, MSTVersion: w.MSTVersion, Shard: b.Shard, ImageDigest: w.ImageDigest, OS: runtime.GOOS, Arch: runtime.GOARCH, Plugins: pluginVersions(ctx, slices.Collect(maps.Keys(b.Plugins)))}); err != nil {
 		return fmt.Errorf("writing hello: %w", err)
 	}
 	hbCtx, stopHB := context.WithCancel(context.Background())

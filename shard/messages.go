@@ -40,10 +40,13 @@ type Hello struct {
 	Protocol   string `json:"protocol"`
 	MSTVersion string `json:"mstVersion"`
 	Shard      int    `json:"shard"`
-	// ImageDigest identifies the machine image the worker runs in, when
-	// the runner knows it.
+	// ImageDigest identifies the machine image the worker runs in
+	// (NAME@sha256:…), when its runner said (ImageDigestEnv).
 	ImageDigest string `json:"imageDigest,omitempty"`
-	// ClientVersions maps client name to the version the worker found.
+	// ClientVersions maps client name to the version of the program the
+	// shard's variants run (the one their clientOptions name), as the
+	// worker found it on its machine; CLIENT@VARIANT, one per variant,
+	// when a client's variants run different versions.
 	ClientVersions map[string]string `json:"clientVersions,omitempty"`
 	// Plugins are the worker's plugins, namespace to version: its Go
 	// plugins, and the program plugins its bundle names. The coordinator
@@ -135,7 +138,9 @@ type Graded struct {
 	DurationMs float64 `json:"durationMs"`
 }
 
-// Heartbeat tells the coordinator the worker is alive while trials run.
+// Heartbeat tells the coordinator the worker is alive: from its start
+// (before hello, while it asks its clients' programs for their versions)
+// until its last trial ends.
 type Heartbeat struct {
 	InFlight int `json:"inFlight"`
 	Done     int `json:"done"`

@@ -60,6 +60,10 @@ type Worker struct {
 	TokensDir string
 	// Environment says where the worker runs.
 	Environment transcript.Environment
+	// ImageDigest identifies the machine image the worker runs in, when
+	// its runner said (ImageDigestEnv); hello carries it to the run's
+	// record.
+	ImageDigest string
 	Logger      *slog.Logger
 	MSTVersion  string
 	// WorkDir is a folder for sessions' files.
@@ -107,13 +111,15 @@ func (w *Worker) Run(ctx context.Context, b *Bundle, in io.Reader, out io.Writer
 	defer r.tokens.close()
 	go r.readCoordinator(in, cancel)
 
-	if err := enc.Write(&Hello{Protocol: Protocol, MSTVersion: w.MSTVersion, Shard: b.Shard, OS: runtime.GOOS, Arch: runtime.GOARCH, ClientVersions: w.clientVersions(b), Plugins: pluginVersions(ctx, slices.Collect(maps.Keys(b.Plugins)))}); err != nil {
-		return fmt.Errorf("writing hello: %w", err)
-	}
-	// Heartbeats start before the readiness check, which may take a while.
+	// Heartbeats start first: asking the clients' programs for their
+	// versions, which hello carries, may take a while (a Node CLI starts
+	// slowly on a busy machine), and so may the readiness check.
 	hbCtx, stopHB := context.WithCancel(context.Background())
 	defer stopHB()
 	go r.heartbeat(hbCtx)
+	if err := enc.Write(&Hello{Protocol: Protocol, MSTVersion: w.MSTVersion, Shard: b.Shard, ImageDigest: w.ImageDigest, OS: runtime.GOOS, Arch: runtime.GOARCH, ClientVersions: w.clientVersions(ctx, b), Plugins: pluginVersions(ctx, slices.Collect(maps.Keys(b.Plugins)))}); err != nil {
+		return fmt.Errorf("writing hello: %w", err)
+	}
 	// The readiness check starts servers: only for a worker the
 	// coordinator accepted, which it says with its first tokens message. A
 	// cancel or a closed stdin first means it refused this one.
@@ -580,7 +586,7 @@ func (r *workerRun) runTrial(ctx context.Context, key transcript.Key, setting in
 	set := &r.b.Settings[setting]
 	t := &transcript.Transcript{
 		Kind: "mst.transcript", Version: transcript.Version, Run: r.b.Run.ID, Key: key, Shard: r.b.Shard,
-		Client: transcript.ClientInfo{Name: set.Client}, Model: set.Model, Prompt: c.Input,
+		Client: transcript.ClientInfo{Name: set.Client, Version: r.w.builtinVersion(set.Client)}, Model: set.Model, Prompt: c.Input,
 		Environment: r.w.Environment,
 	}
 	setupStart := time.Now()
@@ -629,6 +635,7 @@ func (r *workerRun) runTrial(ctx context.Context, key transcript.Key, setting in
 		} else {
 			trial.Servers = proxies.Servers()
 		}
+		trial.Tools = offeredTools(proxies.Evidence())
 		// The servers start before the prompt: setup, as opening is.
 		t.Timing.SetupMs = ms(time.Since(setupStart))
 		start = time.Now()
@@ -664,7 +671,10 @@ func (r *workerRun) runTrial(ctx context.Context, key transcript.Key, setting in
 		return finish()
 	}
 	t.Servers, t.Messages, t.ToolCalls, t.Answer, t.Usage = res.Servers, res.Messages, res.ToolCalls, res.Answer, res.Usage
-	t.Client.Version, t.ClientTelemetry = res.ClientVersion, res.ClientTelemetry
+	if res.ClientVersion != "" {
+		t.Client.Version = res.ClientVersion
+	}
+	t.ClientTelemetry = res.ClientTelemetry
 	t.Outcome = res.Outcome
 	next := res.Next
 	defer func() {
@@ -992,28 +1002,6 @@ func (r *workerRun) closeSessions() error {
 		errs = append(errs, p.close())
 	}
 	return errors.Join(errs...)
-}
-
-// clientVersions reports the version of each client the bundle uses: the
-// definition's own when it has a Version, else this MST's (the client is
-// built in).
-func (w *Worker) clientVersions(b *Bundle) map[string]string {
-	out := map[string]string{}
-	for _, set := range b.Settings {
-		if _, done := out[set.Client]; done {
-			continue
-		}
-		def, err := w.Clients.Lookup(set.Client)
-		if err != nil {
-			continue
-		}
-		if def.Version != nil {
-			out[set.Client] = def.Version()
-		} else {
-			out[set.Client] = w.MSTVersion
-		}
-	}
-	return out
 }
 
 // each calls fn for the items in order, at most conc at once, and returns

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -207,7 +206,9 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 			return client.Result{}, errors.New("the session has no server connections (a reset failed)")
 		}
 	}
-	res := client.Result{Servers: ts.infos, ClientVersion: runtime.Version()}
+	// No ClientVersion: the api client is MST itself, and the worker
+	// records MST's version for a built-in client.
+	res := client.Result{Servers: ts.infos}
 	req := provider.Request{
 		Model:           s.model,
 		System:          s.opts.System,

@@ -52,7 +52,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -94,8 +93,8 @@ func Definition() *client.Definition {
 		Concurrent:     true,
 		ProxiedServers: true,
 		CaseOverrides:  []string{"model", "clientOptions"},
-		Version:        func() string { return cliVersion(context.Background(), defaultCommand) },
-		Preflight:      preflight,
+		Version:        program.Version,
+		Preflight:      program.Preflight,
 		Check: func(_ string, options json.RawMessage) error {
 			_, err := decodeOptions(options)
 			return err
@@ -121,7 +120,7 @@ func optionsSchema() json.RawMessage {
 		client.Option{
 			Name:        "command",
 			Schema:      map[string]any{"type": "string", "minLength": 1},
-			Description: "The Claude Code CLI to run: a path, or a name looked up on PATH.",
+			Description: "The Claude Code CLI to run: a path, or a name looked up on PATH. run.json and the transcripts record the version this program gives (its --version, asked with none of the run's keys or other variables in its environment).",
 			Default:     defaultCommand,
 		},
 		client.Option{
@@ -227,7 +226,7 @@ func Open(ctx context.Context, p client.OpenParams) (client.Session, error) {
 	if strings.Contains(p.Model, "/") && !strings.HasPrefix(p.Model, "anthropic/") {
 		return nil, fmt.Errorf("claude-code runs Anthropic models only; model %q is not anthropic/MODEL", p.Model)
 	}
-	cli, err := cliproc.Find("the Claude Code CLI", opts.Command, "npm install -g @anthropic-ai/claude-code")
+	cli, err := cliproc.Find(program.What, opts.Command, program.Setup)
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +284,13 @@ func (s *session) prepare(ctx context.Context) error {
 		return fmt.Errorf("writing the MCP config: %w", err)
 	}
 	var wg sync.WaitGroup
-	wg.Go(func() { s.version = cliVersion(ctx, s.cli) })
+	wg.Go(func() {
+		v, err := program.VersionOf(ctx, s.cli)
+		if err != nil && s.params.Logger != nil {
+			s.params.Logger.Warn("the Claude Code CLI did not say its version; transcripts record none", "cli", s.cli, "err", err)
+		}
+		s.version = v
+	})
 	if !s.params.Proxied {
 		// Behind MST's proxy the servers start per trial, and the worker
 		// records what they offered.
@@ -370,30 +375,6 @@ func (s *session) Close() error {
 	}
 	s.closed = true
 	return os.RemoveAll(s.dir)
-}
-
-// cliVersion returns the version the CLI reports ("2.1.332"), or "" when it
-// cannot be run.
-func cliVersion(ctx context.Context, command string) string {
-	path, err := exec.LookPath(command)
-	if err != nil {
-		return ""
-	}
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path, "--version")
-	cmd.Env = baseEnv(os.TempDir())
-	cmd.Env = append(cmd.Env, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
-	cmd.WaitDelay = 2 * time.Second
-	out, err := cmd.Output()
-	if err != nil {
-		return ""
-	}
-	v := strings.TrimSpace(string(out))
-	if f := strings.Fields(v); len(f) > 0 {
-		return f[0]
-	}
-	return v
 }
 
 // baseEnv is the minimal environment the CLI starts from: PATH and a home.
@@ -505,11 +486,14 @@ func normalizeName(name string) string {
 	return b.String()
 }
 
-// preflight checks that the CLI a variant names is installed here.
-func preflight(raw json.RawMessage) error {
-	opts, err := decodeOptions(raw)
-	if err != nil {
-		return err
-	}
-	return cliproc.Require("the Claude Code CLI", opts.Command, "npm install -g @anthropic-ai/claude-code")
+// program is the Claude Code CLI, as the client's errors name it. Its
+// --version makes no request off the machine with nonessential traffic
+// off.
+var program = cliproc.Program{
+	Client: Name, What: "the Claude Code CLI", Setup: "npm install -g @anthropic-ai/claude-code",
+	Command: func(options json.RawMessage) (string, error) {
+		o, err := decodeOptions(options)
+		return o.Command, err
+	},
+	VersionEnv: []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"},
 }

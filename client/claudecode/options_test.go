@@ -31,7 +31,7 @@ func TestBaseURLDoubledPath(t *testing.T) {
 			}
 		}
 		opts, _ := json.Marshal(map[string]any{"baseURL": raw, "command": "/nonexistent/claude"})
-		if err := preflight(opts); err == nil || !strings.Contains(err.Error(), "baseURL") {
+		if err := program.Preflight(opts); err == nil || !strings.Contains(err.Error(), "baseURL") {
 			t.Errorf("preflight with baseURL %q = %v, want the baseURL refused before the CLI is looked for", raw, err)
 		}
 	}

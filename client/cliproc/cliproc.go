@@ -29,48 +29,81 @@ import (
 	"github.com/mst-eval/mst/servers"
 )
 
-// versionWithin bounds how long Version waits for the program: a bound for
-// a program that hangs, not what it takes (a Node CLI on a loaded machine
-// may take tens of seconds to start).
-const versionWithin = 2 * time.Minute
+// VersionTimeout bounds one `--version` of a client's program. It is a
+// bound for a program that hangs, not what one takes: a Node CLI takes
+// seconds to start on a loaded machine (the Gemini CLI 12 s on a 2-core
+// machine at a load of 50, and more when several start at once), so the
+// bound is generous; a program that does not answer within it fails the
+// shard at its start, with ErrVersionTimeout, rather than each of its
+// trials.
+const VersionTimeout = 2 * time.Minute
 
-// versions remembers what Version found, by program file: a session of a
-// CLI client asks once per Open, and the answer does not change while the
-// file does not.
-var versions sync.Map // versionKey → string
+// ErrVersionTimeout is wrapped by the error of a `--version` that did not
+// answer within its bound.
+var ErrVersionTimeout = errors.New("the program did not answer --version in time")
+
+// versions remembers what Version found, by program file: a CLI client's
+// version is asked by the worker (for its hello), by the preflight and by
+// each session's Open, and the answer does not change while the file does
+// not.
+var versions sync.Map // versionKey → string (the last line the program printed)
 
 type versionKey struct {
-	bin, prefix string
-	size        int64
-	mod         time.Time
+	bin  string
+	size int64
+	mod  time.Time
 }
 
-// Version runs bin --version with env and returns the version it printed:
-// the last line (a CLI may print warnings first), without prefix (such as
-// "codex-cli"). The answer is remembered for as long as bin's file stays
-// the same.
-func Version(ctx context.Context, bin string, env []string, prefix string) (string, error) {
+// Version runs `bin --version` and returns the version it printed: the
+// first word of its last line (a CLI may print warnings first, and a note
+// after the number), without prefix (such as "codex-cli"). The program
+// runs with VersionEnv(bin) and the variables in extra (KEY=value: what
+// the program needs to answer quickly, never a secret), in a folder of
+// the system's temporary folder, for VersionTimeout at most. The answer is
+// remembered for as long as bin's file stays the same.
+func Version(ctx context.Context, bin, prefix string, extra ...string) (string, error) {
+	return version(ctx, bin, prefix, VersionTimeout, extra)
+}
+
+func version(ctx context.Context, bin, prefix string, within time.Duration, extra []string) (string, error) {
 	var key versionKey
 	if fi, err := os.Stat(bin); err == nil {
-		key = versionKey{bin: bin, prefix: prefix, size: fi.Size(), mod: fi.ModTime()}
-		if v, ok := versions.Load(key); ok {
-			return v.(string), nil
+		key = versionKey{bin: bin, size: fi.Size(), mod: fi.ModTime()}
+		if line, ok := versions.Load(key); ok {
+			return versionIn(line.(string), prefix)
 		}
 	}
-	v, err := askVersion(ctx, bin, env, prefix)
-	if err == nil && key.bin != "" {
-		versions.Store(key, v)
+	line, err := askVersion(ctx, bin, within, extra)
+	if err != nil {
+		return "", err
 	}
-	return v, err
+	if key.bin != "" {
+		versions.Store(key, line)
+	}
+	return versionIn(line, prefix)
 }
 
-func askVersion(ctx context.Context, bin string, env []string, prefix string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, versionWithin)
+// versionIn reads the version from the last line a program printed.
+func versionIn(line, prefix string) (string, error) {
+	f := strings.Fields(strings.TrimPrefix(line, prefix))
+	if len(f) == 0 {
+		return "", errors.New("it printed no version")
+	}
+	return f[0], nil
+}
+
+// askVersion runs bin --version and returns the last line it printed.
+func askVersion(ctx context.Context, bin string, within time.Duration, extra []string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "--version")
-	cmd.Env = env
+	cmd.Env = append(VersionEnv(bin), extra...)
+	cmd.Dir = os.TempDir()
 	cmd.WaitDelay = 3 * time.Second
 	out, err := cmd.Output()
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return "", fmt.Errorf("%w: `%s --version` did not answer within %s", ErrVersionTimeout, bin, within)
+	}
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) && len(ee.Stderr) > 0 {
@@ -79,23 +112,26 @@ func askVersion(ctx context.Context, bin string, env []string, prefix string) (s
 		return "", err
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	v := strings.TrimSpace(lines[len(lines)-1])
-	v = strings.TrimSpace(strings.TrimPrefix(v, prefix))
-	if v == "" {
-		return "", errors.New("it printed no version")
-	}
-	return v, nil
+	return strings.TrimSpace(lines[len(lines)-1]), nil
 }
 
-// Installed returns the version of command as found on PATH, or "" when
-// there is none: what a definition's Version reports.
-func Installed(command, prefix string) string {
-	bin, err := exec.LookPath(command)
-	if err != nil {
-		return ""
+// versionVars are the variables of MST's environment a program's
+// `--version` gets besides PATH: a home to read its own settings from,
+// and on Windows what any program needs to start. Nothing else of MST's
+// environment (keys, tokens, the run's secrets) reaches it.
+var versionVars = []string{"HOME", "SYSTEMROOT", "USERPROFILE", "PATHEXT", "COMSPEC"}
+
+// VersionEnv is the whole environment `bin --version` runs with: PATH
+// with bin's folder first (see PathWith) and versionVars as MST's own
+// environment has them.
+func VersionEnv(bin string) []string {
+	env := []string{"PATH=" + PathWith(bin)}
+	for _, k := range versionVars {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
 	}
-	v, _ := Version(context.Background(), bin, append(os.Environ(), "PATH="+PathWith(bin)), prefix)
-	return v
+	return env
 }
 
 // PathWith returns the process's PATH with bin's folder first, so that a

@@ -9,24 +9,16 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"time"
 )
-
-// preflightWithin bounds how long a preflight waits for the program to
-// answer --version. It is a bound for a program that hangs, not what it
-// takes: a Node CLI takes seconds to start on a loaded machine (the
-// Gemini CLI 12 s on a 2-core machine at a load of 50), and a
-// program that does not answer within this fails the shard at its start
-// rather than each of its trials.
-const preflightWithin = time.Minute
 
 // Require checks, for a client's preflight, that its program can run on
 // this machine: that command is found (a name on PATH, or a path), that
 // the interpreter its first line names is there when it is a script (the
 // npm CLIs start with #!/usr/bin/env node), and that `command --version`
-// answers. what names the program ("the Claude Code CLI") and setup says
-// how to install it; the error says which check failed and what to do.
-func Require(what, command, setup string) error {
+// answers (Version, with its bound and its minimal environment). what
+// names the program ("the Claude Code CLI") and setup says how to install
+// it; the error says which check failed and what to do.
+func Require(what, command, setup string, extra ...string) error {
 	bin, err := exec.LookPath(command)
 	if err != nil {
 		return fmt.Errorf("%s (%s) is not installed on this machine: install it with %s, or set clientOptions.command to its path", what, command, setup)
@@ -38,11 +30,9 @@ func Require(what, command, setup string) error {
 				what, bin, line, interp, err, interp, setup)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), preflightWithin)
-	defer cancel()
-	if _, err := Version(ctx, bin, append(os.Environ(), "PATH="+PathWith(bin)), ""); err != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return fmt.Errorf("%s (%s) is installed but `%s --version` did not answer within %s: check that it runs on this machine, or reinstall it with %s", what, bin, command, preflightWithin, setup)
+	if _, err := Version(context.Background(), bin, "", extra...); err != nil {
+		if errors.Is(err, ErrVersionTimeout) {
+			return fmt.Errorf("%s (%s) is installed, but `%s --version` did not answer within %s: check that it runs on this machine (a machine this loaded may need fewer shards), or reinstall it with %s", what, bin, command, VersionTimeout, setup)
 		}
 		return fmt.Errorf("%s (%s) is installed but does not run: `%s --version` failed: %w. Reinstall it with %s, or set clientOptions.command to one that runs", what, bin, command, err, setup)
 	}

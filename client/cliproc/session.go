@@ -13,8 +13,8 @@ import (
 )
 
 // Program is what a CLI client knows of the program it drives before it
-// runs it: what to call it in errors, how to install it, and which one
-// clientOptions name.
+// runs it: what to call it in errors, how to install it, which one
+// clientOptions name, and how it prints its version.
 type Program struct {
 	// Client is the client's name ("codex-cli"), which prefixes errors.
 	Client string
@@ -24,6 +24,11 @@ type Program struct {
 	// Command reads, from clientOptions (already valid against the
 	// client's schema), the program to run: a name on PATH or a path.
 	Command func(options json.RawMessage) (string, error)
+	// VersionPrefix is what the program prints before its version number
+	// ("codex-cli"), if anything; VersionEnv are variables (KEY=value) its
+	// `--version` needs besides VersionEnv's, never a secret.
+	VersionPrefix string
+	VersionEnv    []string
 }
 
 // Preflight checks that the program a variant's clientOptions name is
@@ -34,6 +39,30 @@ func (p Program) Preflight(options json.RawMessage) error {
 		return err
 	}
 	return p.Require(command)
+}
+
+// Version returns the version of the program a setting with these options
+// runs (clientOptions.command, found as Find finds it): a client's
+// Definition.Version.
+func (p Program) Version(ctx context.Context, options json.RawMessage) (string, error) {
+	command, err := p.Command(options)
+	if err != nil {
+		return "", err
+	}
+	bin, err := p.Find(command)
+	if err != nil {
+		return "", err
+	}
+	return p.VersionOf(ctx, bin)
+}
+
+// VersionOf returns the version of the program at bin (Version).
+func (p Program) VersionOf(ctx context.Context, bin string) (string, error) {
+	v, err := Version(ctx, bin, p.VersionPrefix, p.VersionEnv...)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", p.Client, err)
+	}
+	return v, nil
 }
 
 // Find returns the absolute path of the program, run as command (a name on
@@ -49,7 +78,7 @@ func (p Program) Find(command string) (string, error) {
 // Require checks, for the client's preflight, that command is installed on
 // this machine.
 func (p Program) Require(command string) error {
-	return Require(p.What, command, p.Setup)
+	return Require(p.What, command, p.Setup, p.VersionEnv...)
 }
 
 // RefuseToolOverrides is the package's RefuseToolOverrides, for the

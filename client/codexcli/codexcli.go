@@ -68,7 +68,7 @@ func Definition() *client.Definition {
 			return o.MaxActions
 		},
 		CaseOverrides: []string{"model", "clientOptions"},
-		Version:       func() string { return cliproc.Installed(defaultCommand, "codex-cli") },
+		Version:       program.Version,
 		Preflight:     program.Preflight,
 		Check: func(_ string, options json.RawMessage) error {
 			_, err := decodeOptions(options)
@@ -85,6 +85,7 @@ func optionsSchema() json.RawMessage {
 		MaxActions:      &client.MaxActions{Action: "tool calls, the CLI's own included, counted in its event stream", DefaultDescription: "no limit: the timeout bounds the trial"},
 		ReasoningEffort: &client.ReasoningEffort{DefaultDescription: "the CLI's default for the model"},
 		BuiltinTools:    builtinTools,
+		AlwaysOn:        alwaysOnTools,
 	},
 		client.Option{
 			Name:               "baseURL",
@@ -95,7 +96,7 @@ func optionsSchema() json.RawMessage {
 		client.Option{
 			Name:        "command",
 			Schema:      map[string]any{"type": "string", "minLength": 1},
-			Description: "The Codex CLI to run: a path, or a name looked up on PATH.",
+			Description: "The Codex CLI to run: a path, or a name looked up on PATH. run.json and the transcripts record the version this program gives (its --version, asked with none of the run's keys or other variables in its environment).",
 			Default:     defaultCommand,
 		},
 		client.Option{
@@ -160,7 +161,7 @@ func decodeOptions(raw json.RawMessage) (Options, error) {
 }
 
 // program is the Codex CLI, as the client's errors name it.
-var program = cliproc.Program{Client: Name, What: "the Codex CLI", Setup: "npm install -g @openai/codex", Command: command}
+var program = cliproc.Program{Client: Name, What: "the Codex CLI", Setup: "npm install -g @openai/codex", Command: command, VersionPrefix: "codex-cli"}
 
 // command is the program clientOptions name.
 func command(options json.RawMessage) (string, error) {
@@ -219,9 +220,9 @@ func open(ctx context.Context, p client.OpenParams, bin string) (*session, error
 	if err := os.WriteFile(filepath.Join(s.home, "config.toml"), []byte(cfg), 0o600); err != nil {
 		return s, fmt.Errorf("codex-cli: writing config.toml: %w", err)
 	}
-	v, err := cliproc.Version(ctx, bin, s.env(nil), "codex-cli")
+	v, err := program.VersionOf(ctx, bin)
 	if err != nil {
-		return s, fmt.Errorf("codex-cli: %s --version: %w", bin, err)
+		return s, err
 	}
 	s.version, s.infos = v, cliproc.ServerInfos(p.Servers)
 	return s, nil

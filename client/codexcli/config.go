@@ -25,14 +25,24 @@ const providerID = "mst"
 
 // Builtin tool names (clientOptions builtinTools), each with what it does.
 // Every one maps to switches of the CLI's config; with none of them on the
-// model sees no tool of the CLI's own but list_mcp_resources,
-// list_mcp_resource_templates and read_mcp_resource, which only read the
-// variant's servers.
+// model sees no tool of the CLI's own but alwaysOnTools.
 var builtinTools = map[string]string{
 	builtinShell:      "runs commands through the CLI's exec_command and write_stdin tools, in the trial's folder, the only place they may write, with no network",
 	builtinApplyPatch: "edits files with apply_patch in the trial's folder, for models whose Codex metadata offers that tool; the CLI's sandbox is read-only unless this or shell is on",
 	builtinWebSearch:  "searches the web live through the provider",
 	builtinViewImage:  "shows the model a local image file",
+}
+
+// alwaysOnTools are the CLI's own tools no setting turns off (Codex CLI
+// 0.171 adds them whenever it has an MCP server, and its config has no
+// switch for them: `codex features list` names none, and each candidate
+// key is reported as ignored). They only read MCP resources, which MST's
+// proxy in front of the variant's servers does not offer, so a call finds
+// none.
+var alwaysOnTools = map[string]string{
+	"list_mcp_resources":          "lists the MCP resources of the variant's servers",
+	"list_mcp_resource_templates": "lists the MCP resource templates of the variant's servers",
+	"read_mcp_resource":           "reads an MCP resource of one of the variant's servers",
 }
 
 const (

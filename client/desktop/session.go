@@ -200,6 +200,8 @@ func appVersion(ctx context.Context, prof Profile) string {
 	default:
 		return ""
 	}
+	// The command needs none of MST's environment (its keys least of all).
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
 	out, err := cmd.Output()
 	if err != nil {
 		return ""
@@ -433,15 +435,15 @@ func Define(app App, d *client.Definition) *client.Definition {
 	d.ProxiedServers = true
 	d.OneTrialPerMachine = true
 	d.KeyVars = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"}
-	d.Version = func() string {
+	d.Version = func(ctx context.Context, _ json.RawMessage) (string, error) {
 		if runtime.GOOS != "linux" {
-			return ""
+			return "", nil
 		}
 		prof, err := LoadProfile(app.Client, app.Linux)
 		if err != nil {
-			return ""
+			return "", err
 		}
-		return appVersion(context.Background(), prof)
+		return appVersion(ctx, prof), nil
 	}
 	d.Open = func(ctx context.Context, p client.OpenParams) (client.Session, error) { return Open(ctx, app, p) }
 	// On a run's own machine, a Linux desktop MST does not own is refused

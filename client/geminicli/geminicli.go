@@ -12,7 +12,11 @@
 // the CLI only through its environment, never a file or its command line.
 // Each trial runs in its own process group and reads the CLI's event
 // stream into the transcript; calls of the CLI's own tools are recorded
-// under client.BuiltinServer.
+// under client.BuiltinServer. The CLI offers an MCP tool under a name of
+// its own (mcp_SERVER_TOOL, with every character outside [A-Za-z0-9_.:-]
+// replaced and a long name cut: toolname.Gemini), and reports calls under
+// it; the client maps each back to the server's own name with the names
+// the trial's proxies offer (client.Trial.Tools), so météo stays météo.
 package geminicli
 
 import (
@@ -68,7 +72,7 @@ func Definition() *client.Definition {
 			return o.MaxActions
 		},
 		CaseOverrides: []string{"model", "clientOptions"},
-		Version:       func() string { return cliproc.Installed(defaultCommand, "") },
+		Version:       program.Version,
 		Preflight:     program.Preflight,
 		Check: func(_ string, options json.RawMessage) error {
 			_, err := decodeOptions(options)
@@ -104,7 +108,7 @@ func optionsSchema() json.RawMessage {
 		client.Option{
 			Name:        "command",
 			Schema:      map[string]any{"type": "string", "minLength": 1},
-			Description: "The Gemini CLI to run: a path, or a name looked up on PATH.",
+			Description: "The Gemini CLI to run: a path, or a name looked up on PATH. run.json and the transcripts record the version this program gives (its --version, asked with none of the run's keys or other variables in its environment).",
 			Default:     defaultCommand,
 		},
 		client.Option{
@@ -252,9 +256,9 @@ func open(ctx context.Context, p client.OpenParams, bin string) (*session, error
 		return nil, err
 	}
 	s := &session{params: p, opts: opts, bin: bin, dir: dir, model: model, settings: settings, namer: newToolNamer(p.Servers)}
-	v, err := cliproc.Version(ctx, bin, s.env(dir, dir), "")
+	v, err := program.VersionOf(ctx, bin)
 	if err != nil {
-		return s, fmt.Errorf("gemini-cli: %s --version: %w", bin, err)
+		return s, err
 	}
 	s.version, s.infos = v, cliproc.ServerInfos(p.Servers)
 	return s, nil

@@ -154,7 +154,7 @@ func (s *session) runOnce(ctx context.Context, t client.Trial, d runDirs) (res c
 	// The CLI's hint that an MCP server failed prompts a look at the debug
 	// log at once, before the CLI goes on to call the model without it.
 	poke := make(chan struct{}, 1)
-	p := newParser(t.Prompt, s.opts.MaxActions, s.namer)
+	p := newParser(t.Prompt, s.opts.MaxActions, s.namer.withTools(t.Tools))
 	proc, err := cliproc.Start(ctx, cliproc.Command{
 		Path: s.bin, Args: s.args(), Dir: d.work, StdinFile: d.prompt,
 		Env:        slices.Concat(d.env, []string{"GEMINI_DEBUG_LOG_FILE=" + debugLog}),

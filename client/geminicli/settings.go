@@ -3,12 +3,12 @@ package geminicli
 import (
 	"encoding/json"
 	"maps"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/mst-eval/mst/internal/toolname"
 	"github.com/mst-eval/mst/servers"
 )
 
@@ -111,35 +111,24 @@ func literal(s string) string {
 	return strings.ReplaceAll(s, "$", "${"+dollarVar+"}")
 }
 
-// invalidNameRE matches what the CLI replaces with "_" in a tool name.
-var invalidNameRE = regexp.MustCompile(`[^a-zA-Z0-9_\-.:]`)
-
-// validName is the CLI's generateValidName without its truncation: mcp_
-// first unless already there, then every rune outside [a-zA-Z0-9_.:-] as
-// "_", and "_" first if the name does not start with a letter or "_".
-func validName(name string) string {
-	if !strings.HasPrefix(name, "mcp_") {
-		name = "mcp_" + name
-	}
-	name = invalidNameRE.ReplaceAllString(name, "_")
-	if c := name[0]; !(c == '_' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')) {
-		name = "_" + name
-	}
-	return name
-}
-
-// toolNamer maps the CLI's mcp_SERVER_TOOL names back to the server and the
-// tool. Server names may hold underscores, so the prefix is matched against
-// the known servers, longest first.
+// toolNamer maps the CLI's names of MCP tools (mcp_SERVER_TOOL, rewritten
+// by toolname.Gemini) back to the server and the tool. A trial whose
+// servers are MST's proxies knows every tool they offer (client.Trial
+// .Tools): a name is then looked up among the CLI's names of those, which
+// gives back a tool whose name the CLI rewrote (météo, offered as m_t_o)
+// or cut short. Otherwise, or for a name not among them, the prefix is
+// matched against the known servers, longest first (server names may
+// hold underscores), and the rest kept as it is.
 type toolNamer struct {
-	prefixes []string // validName(SERVER + "_"), longest first
+	prefixes []string // toolname.GeminiValid(SERVER + "_"), longest first
 	server   map[string]string
+	exact    map[string][2]string // the CLI's name → server, tool
 }
 
 func newToolNamer(srvs []servers.Server) *toolNamer {
 	n := &toolNamer{server: map[string]string{}}
 	for _, s := range srvs {
-		p := validName(s.Name + "_")
+		p := toolname.GeminiValid(s.Name + "_")
 		if _, dup := n.server[p]; dup {
 			continue
 		}
@@ -150,10 +139,31 @@ func newToolNamer(srvs []servers.Server) *toolNamer {
 	return n
 }
 
+// withTools returns a namer that also knows each server's tools, by server
+// name (client.Trial.Tools); n itself when tools is empty.
+func (n *toolNamer) withTools(tools map[string][]string) *toolNamer {
+	if len(tools) == 0 {
+		return n
+	}
+	m := &toolNamer{prefixes: n.prefixes, server: n.server, exact: map[string][2]string{}}
+	for srv, names := range tools {
+		for _, t := range names {
+			cli := toolname.Gemini(srv, t)
+			if _, dup := m.exact[cli]; !dup {
+				m.exact[cli] = [2]string{srv, t}
+			}
+		}
+	}
+	return m
+}
+
 // name returns the server and tool of a CLI tool name; server is "" for the
 // CLI's own tools (read_file, run_shell_command, …), whose name is kept as
 // it is.
 func (n *toolNamer) name(cli string) (server, tool string) {
+	if st, ok := n.exact[cli]; ok {
+		return st[0], st[1]
+	}
 	for _, p := range n.prefixes {
 		if t, ok := strings.CutPrefix(cli, p); ok && t != "" {
 			return n.server[p], t

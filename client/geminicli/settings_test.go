@@ -161,6 +161,32 @@ func TestToolNamer(t *testing.T) {
 	}
 }
 
+// TestToolNamerWithTrialTools checks that, given the tools the trial's
+// servers offer (client.Trial.Tools), the names the CLI reports map back
+// to the servers' own: one the CLI rewrote (accents), one it cut short
+// (past 63 characters), and one of a server whose name it rewrote.
+func TestToolNamerWithTrialTools(t *testing.T) {
+	n := newToolNamer([]servers.Server{{Name: "many"}, {Name: "we ird"}}).withTools(map[string][]string{
+		"many":   {"echo", "météo_prévision", "summarise_the_quarterly_inventory_of_a_warehouse_region"},
+		"we ird": {"greet (structured)"},
+	})
+	for cli, want := range map[string][2]string{
+		"mcp_many_echo":            {"many", "echo"},
+		"mcp_many_m_t_o_pr_vision": {"many", "météo_prévision"},
+		"mcp_many_summarise_the_quarter...nventory_of_a_warehouse_region": {"many", "summarise_the_quarterly_inventory_of_a_warehouse_region"},
+		"mcp_we_ird_greet__structured_":                                   {"we ird", "greet (structured)"},
+		"mcp_many_not_offered":                                            {"many", "not_offered"},
+		"read_file":                                                       {"", "read_file"},
+	} {
+		if s, tool := n.name(cli); s != want[0] || tool != want[1] {
+			t.Errorf("name(%q) = %q, %q; want %q, %q", cli, s, tool, want[0], want[1])
+		}
+	}
+	if m := n.withTools(nil); m != n {
+		t.Errorf("withTools(nil) made a new namer")
+	}
+}
+
 func TestModelName(t *testing.T) {
 	for in, want := range map[string]string{"google/gemini-2.5-pro": "gemini-2.5-pro", "gemini/gemini-2.5-flash": "gemini-2.5-flash", "gemini-2.5-pro": "gemini-2.5-pro"} {
 		if got := modelName(in); got != want {

@@ -120,6 +120,8 @@ func newCollectCmd(stdio Stdio) *cobra.Command {
 				Clients: stdio.parts().Clients(), Results: ws.results, Secrets: ws.set,
 				Environment: run.Environment(b.Run.Runner.Name), Logger: ws.logger,
 				MSTVersion: ws.version, WorkDir: work, Heartbeat: f.heartbeat,
+				// The image this machine runs, as its runner said.
+				ImageDigest: envMap(stdio.Env)[shard.ImageDigestEnv],
 			}
 			if b.Store != "" {
 				// The run is in a bucket: the worker writes its transcripts
@@ -164,6 +166,7 @@ func newGradeShardCmd(stdio Stdio) *cobra.Command {
 			w := &shard.GradeWorker{
 				Providers: stdio.parts().Providers(), Results: f.results, Secrets: ws.set,
 				Logger: ws.logger, MSTVersion: ws.version, Heartbeat: f.heartbeat,
+				ImageDigest: envMap(stdio.Env)[shard.ImageDigestEnv],
 			}
 			return w.Run(cmd.Context(), ws.bundle, f.bundleDir, stdio.In, stdio.Out)
 		},

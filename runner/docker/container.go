@@ -71,6 +71,8 @@ func (r *dockerRunner) create(ctx context.Context, spec containerSpec) (runner.M
 			// A worker whose client's program is missing says how to get
 			// it into the image.
 			"--env", clientSetupEnv + "=" + clientSetup,
+			// The worker's hello says which image it runs in.
+			"--env", imageDigestEnv + "=" + r.img.String(),
 		}
 		a = append(a, desktop...)
 		if r.set.network != "" {
@@ -125,6 +127,11 @@ func (r *dockerRunner) create(ctx context.Context, spec containerSpec) (runner.M
 	}
 	return c, nil
 }
+
+// imageDigestEnv is the variable that tells a worker the image its
+// container runs, pinned by digest (shard.ImageDigestEnv, which a runner
+// cannot import); its hello carries it into run.json.
+const imageDigestEnv = "MST_IMAGE_DIGEST"
 
 // container is one shard's machine: a running container.
 type container struct {

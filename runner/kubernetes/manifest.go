@@ -61,6 +61,22 @@ func labelValue(s string) string {
 	return strings.TrimFunc(v, func(r rune) bool { return r == '-' || r == '_' || r == '.' })
 }
 
+// imageDigestEnv is the variable that tells a worker the image its pod
+// runs, pinned by digest (shard.ImageDigestEnv, which a runner cannot
+// import); its hello carries it into run.json.
+const imageDigestEnv = "MST_IMAGE_DIGEST"
+
+// workerEnv is the environment of a worker pod's container: a home, how a
+// missing client's program gets into the image, and, when the image's
+// reference is pinned by digest already, the image (imageDigestEnv).
+func workerEnv(image string) []envVar {
+	env := []envVar{{Name: "HOME", Value: "/tmp"}, {Name: clientSetupEnv, Value: clientSetup}}
+	if strings.Contains(image, "@") {
+		env = append(env, envVar{Name: imageDigestEnv, Value: image})
+	}
+	return env
+}
+
 // Names of the pod's volumes.
 const (
 	volumeTokens = "mst-run"
@@ -203,7 +219,7 @@ func podManifest(name string, spec podSpec, set settings, image, version string)
 				Name:            ContainerName,
 				Image:           image,
 				Command:         idleCommand(set.mst, spec.deadline),
-				Env:             []envVar{{Name: "HOME", Value: "/tmp"}, {Name: clientSetupEnv, Value: clientSetup}},
+				Env:             workerEnv(image),
 				SecurityContext: securityContext{AllowPrivilegeEscalation: false},
 				VolumeMounts: []volumeMount{
 					{Name: volumeTokens, MountPath: TokensDir},

@@ -155,12 +155,13 @@ func (p *pod) Remove(ctx context.Context) error {
 }
 
 // commandArgv is what Exec runs in the pod for argv: argv itself, or,
-// with the env option, argv under env with the marker set.
-func commandArgv(set settings, marker string, argv []string) []string {
+// with the env option, argv under env with the marker and the variables
+// of vars (KEY=value) set.
+func commandArgv(set settings, marker string, argv []string, vars ...string) []string {
 	if set.env == "" {
 		return argv
 	}
-	return append([]string{set.env, runner.ExecMarkerEnv + "=" + marker}, argv...)
+	return append(append([]string{set.env, runner.ExecMarkerEnv + "=" + marker}, vars...), argv...)
 }
 
 // Exec runs argv in the pod with kubectl exec --stdin, under mst's hidden
@@ -190,7 +191,14 @@ func (p *pod) relayed(ctx context.Context, argv []string, stdin io.Reader, stdou
 	if p.set.env != "" {
 		stop.Remote = func(ctx context.Context) error { return p.stopExec(ctx, marker) }
 	}
-	args := p.kubectl.execArgs(p.name, true, commandArgv(p.set, marker, runner.RelayArgv(p.set.mst, argv))...)
+	// With env, the command also learns the image the pod runs, pinned
+	// by the digest the cluster reported once the pod was Ready (a pod
+	// made from a reference already pinned has it from its manifest).
+	var vars []string
+	if strings.Contains(p.image, "@") {
+		vars = append(vars, imageDigestEnv+"="+p.image)
+	}
+	args := p.kubectl.execArgs(p.name, true, commandArgv(p.set, marker, runner.RelayArgv(p.set.mst, argv), vars...)...)
 	// kubectl's own stderr and the command's come from two goroutines.
 	errOut := &lockedWriter{w: stderr}
 	var execErr error

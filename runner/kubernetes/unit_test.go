@@ -307,6 +307,8 @@ func TestKubectlArgs(t *testing.T) {
 		{"list every run", plain.listArgs(""), []string{"--namespace", "evals", "get", "pods", "--selector", "mst.run", "--output", "json"}},
 		{"command", commandArgv(plain.set, "m1", []string{"sh", "-c", "x"}), []string{"sh", "-c", "x"}},
 		{"marked command", commandArgv(full.set, "m1", []string{"sh", "-c", "x"}), []string{"/bin/env", "MST_EXEC=m1", "sh", "-c", "x"}},
+		{"command with variables", commandArgv(plain.set, "m1", []string{"sh"}, "MST_IMAGE_DIGEST=i@sha256:1"), []string{"sh"}},
+		{"marked command with variables", commandArgv(full.set, "m1", []string{"sh"}, "MST_IMAGE_DIGEST=i@sha256:1"), []string{"/bin/env", "MST_EXEC=m1", "MST_IMAGE_DIGEST=i@sha256:1", "sh"}},
 		{"untar", untarArgv(plain.set), []string{"tar", "-x", "-f", "-", "-C", "/"}},
 		{"tar a file", tarArgv(plain.set, "/work/results/t/c.json"), []string{"tar", "-c", "-f", "-", "-C", "/work/results/t/", "c.json"}},
 		{"tar a folder", tarArgv(plain.set, "/work/results/"), []string{"tar", "-c", "-f", "-", "-C", "/work/", "results"}},
@@ -375,6 +377,30 @@ func TestTarRoundTrip(t *testing.T) {
 	}
 	if err := runner.ReadTar(bytes.NewReader(nil), filepath.Join(t.TempDir(), "x")); err == nil {
 		t.Error("readTar of an empty stream = nil error")
+	}
+}
+
+// TestImageDigestEnv checks that a worker's pod tells it the image it
+// runs, in the variable the worker reads, when the image's reference is
+// pinned by digest (before the pod runs, nothing else says which image a
+// tag is).
+func TestImageDigestEnv(t *testing.T) {
+	if imageDigestEnv != shard.ImageDigestEnv {
+		t.Errorf("the pods set %s, and workers read %s", imageDigestEnv, shard.ImageDigestEnv)
+	}
+	has := func(env []envVar) string {
+		for _, e := range env {
+			if e.Name == imageDigestEnv {
+				return e.Value
+			}
+		}
+		return ""
+	}
+	if got := has(workerEnv("reg.example/mst-worker@sha256:0123")); got != "reg.example/mst-worker@sha256:0123" {
+		t.Errorf("a pinned image's pod sets %s=%q, want the image", imageDigestEnv, got)
+	}
+	if got := has(workerEnv("reg.example/mst-worker:1.2.3")); got != "" {
+		t.Errorf("a tagged image's pod sets %s=%q, want nothing before the cluster says the digest", imageDigestEnv, got)
 	}
 }
 
