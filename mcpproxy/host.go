@@ -258,6 +258,21 @@ func (s *Set) Servers() []servers.Server {
 	return out
 }
 
+// Offered are the names under which the proxies offer each server's tools
+// (a renamed tool under its new name), by server: what a client program
+// connected to Servers sees (client.Trial.Tools).
+func (s *Set) Offered() map[string][]string {
+	out := make(map[string][]string, len(s.proxies))
+	for _, p := range s.proxies {
+		names := make([]string, len(p.view.offered))
+		for i, t := range p.view.offered {
+			names[i] = t.Name
+		}
+		out[p.decl.Name] = names
+	}
+	return out
+}
+
 // Evidence is what the proxies of one trial saw.
 type Evidence struct {
 	// Servers describe each server as the proxy found it: its own tool list

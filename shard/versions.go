@@ -4,8 +4,6 @@ import (
 	"context"
 	"slices"
 	"sync"
-
-	"github.com/mst-eval/mst/mcpproxy"
 )
 
 // ImageDigestEnv names the variable a runner sets on the machines it makes
@@ -91,22 +89,4 @@ func (w *Worker) builtinVersion(client string) string {
 		return w.MSTVersion
 	}
 	return ""
-}
-
-// offeredTools are the names under which a trial's proxies offer each
-// server's tools (a renamed tool under its new name), by server: what the
-// client's program sees (client.Trial.Tools).
-func offeredTools(ev mcpproxy.Evidence) map[string][]string {
-	out := make(map[string][]string, len(ev.Servers))
-	for _, s := range ev.Servers {
-		names := make([]string, 0, len(s.Tools))
-		for _, t := range s.Tools {
-			if o, ok := s.Offered[t]; ok {
-				t = o
-			}
-			names = append(names, t)
-		}
-		out[s.Name] = names
-	}
-	return out
 }

@@ -634,8 +634,8 @@ func (r *workerRun) runTrial(ctx context.Context, key transcript.Key, setting in
 			trial.Conns = proxies.Conns() // no MCP hop for a client in this process
 		} else {
 			trial.Servers = proxies.Servers()
+			trial.Tools = proxies.Offered()
 		}
-		trial.Tools = offeredTools(proxies.Evidence())
 		// The servers start before the prompt: setup, as opening is.
 		t.Timing.SetupMs = ms(time.Since(setupStart))
 		start = time.Now()
