@@ -58,6 +58,8 @@ type VariantChange struct {
 type RateStats struct {
 	PassRate *float64  `json:"passRate"`
 	Interval *Interval `json:"interval"`
+	// IntervalRule is VariantStats.IntervalRule: which rule made Interval.
+	IntervalRule string `json:"intervalRule,omitempty"`
 	Passed   int       `json:"passed"`
 	Graded   int       `json:"graded"`
 }
@@ -277,7 +279,18 @@ func pairedCells(p Comparison, worse, bracket bool, worseMark string) (diff, iv,
 
 // rateStats is the pass rate of v.
 func rateStats(v VariantStats) RateStats {
-	return RateStats{PassRate: v.PassRate, Interval: v.Interval, Passed: v.Passed, Graded: v.Graded}
+	return RateStats{PassRate: v.PassRate, Interval: v.Interval, IntervalRule: v.IntervalRule, Passed: v.Passed, Graded: v.Graded}
+}
+
+// rateCell is a pass rate with its interval, marked when the interval
+// counts each case as one trial; marked records that a mark was given.
+func rateCell(r RateStats, marked *bool) string {
+	s := passRate(r.PassRate, r.Interval)
+	if r.IntervalRule == IntervalCases {
+		s += casesMark
+		*marked = true
+	}
+	return s
 }
 
 // hashList is a hash set as a sorted list, empty rather than null.
@@ -342,14 +355,18 @@ func (c RunComparison) WriteTextWidth(w io.Writer, width int) error {
 	} else {
 		t := Table{Columns: []Column{{Head: "VARIANT", Shrink: true}, {Head: "BASE [95% CI]", Drop: 3}, {Head: "RUN [95% CI]", Drop: 4},
 			{Head: "RUN−BASE"}, {Head: "95% CI", Drop: 5}, {Head: "SIGN TEST", Drop: 6}, {Head: "CASES", Drop: 1, Shrink: true}}}
+		marked := false
 		for _, v := range c.Variants {
 			p := v.Paired
 			diff, iv, test := pairedCells(p, v.Worse, true, "worse")
 			t.Rows = append(t.Rows, []string{text(v.Variant),
-				passRate(v.Base.PassRate, v.Base.Interval), passRate(v.Run.PassRate, v.Run.Interval),
+				rateCell(v.Base, &marked), rateCell(v.Run, &marked),
 				diff, iv, test, fmt.Sprintf("%d paired: %d better, %d worse", p.Cases, p.BBetter, p.ABetter)})
 		}
 		t.Write(ew, width)
+		if marked {
+			fmt.Fprintln(ew, Wrap("("+casesMark+" "+casesLegend+")", width, " "))
+		}
 		fmt.Fprintln(ew)
 	}
 	if len(c.OnlyInBase) > 0 {

@@ -266,13 +266,17 @@ func (c GradeSetComparison) WriteTextWidth(w io.Writer, width int) error {
 		t := Table{Columns: []Column{{Head: "VARIANT", Shrink: true}, {Head: a + " [95% CI]", Drop: 3}, {Head: b + " [95% CI]", Drop: 4},
 			{Head: strings.TrimPrefix(b, "SET ") + "−" + strings.TrimPrefix(a, "SET ")}, {Head: "95% CI", Drop: 5}, {Head: "SIGN TEST", Drop: 6},
 			{Head: "TRIALS", Drop: 1, Shrink: true}}}
+		marked := false
 		for _, v := range c.Variants {
 			diff, iv, test := pairedCells(v.Paired, v.Worse, true, "worse")
 			t.Rows = append(t.Rows, []string{text(v.Variant),
-				passRate(v.Base.PassRate, v.Base.Interval), passRate(v.Grades.PassRate, v.Grades.Interval),
+				rateCell(v.Base, &marked), rateCell(v.Grades, &marked),
 				diff, iv, test, fmt.Sprintf("%d: %d pass→fail, %d fail→pass, %d changed", v.Trials, v.PassToFail, v.FailToPass, len(v.Changed))})
 		}
 		t.Write(ew, width)
+		if marked {
+			fmt.Fprintln(ew, Wrap("("+casesMark+" "+casesLegend+")", width, " "))
+		}
 		fmt.Fprintln(ew)
 	}
 	changed := 0
