@@ -60,8 +60,8 @@ type RateStats struct {
 	Interval *Interval `json:"interval"`
 	// IntervalRule is VariantStats.IntervalRule: which rule made Interval.
 	IntervalRule string `json:"intervalRule,omitempty"`
-	Passed   int       `json:"passed"`
-	Graded   int       `json:"graded"`
+	Passed       int    `json:"passed"`
+	Graded       int    `json:"graded"`
 }
 
 // ServerChange says whether one server's tools changed between the runs.
