@@ -21,8 +21,23 @@ import (
 // plugins, and exits with mst's exit code.
 func Main(plugins ...plugin.Plugin) {
 	gctune.Apply()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.MainWith(ctx, os.Args[1:], cli.OSStdio(), plugins)
-	stop()
+	// Ctrl-C or SIGTERM ends the command's context; a second one, or
+	// cli.StopGrace without the command ending, ends the process at once
+	// (cli.Interrupts).
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	stdio := cli.OSStdio()
+	stdio.Stopping = new(cli.Stopping)
+	finished, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		cli.Interrupts(finished, sigs, cancel, stdio.Stopping, os.Stderr, cli.StopGrace, os.Exit)
+	}()
+	code := cli.MainWith(ctx, os.Args[1:], stdio, plugins)
+	close(finished)
+	<-done
+	cancel(nil)
+	signal.Stop(sigs)
 	os.Exit(code)
 }

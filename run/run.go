@@ -85,7 +85,20 @@ type Options struct {
 	// trials are collected (mst run --grade-runner), instead of here as
 	// each trial arrives.
 	GradeOn *GradeOn
+	// Started, when set, is called once the run's first record is stored,
+	// with the run and its store: from then on a resume can finish it.
+	Started func(st store.Run, rec transcript.Run)
+	// CleanupGrace, when positive, bounds what the run still does with
+	// its store after an interrupt (ctx cancelled without another cause):
+	// reading its trials back and writing its record. What is not done by
+	// then is left to a resume; zero waits for the store however long it
+	// takes.
+	CleanupGrace time.Duration
 }
+
+// ErrCleanupGrace is the cause of the context that bounds a run's last
+// store work after an interrupt (Options.CleanupGrace).
+var ErrCleanupGrace = errors.New("the store did not finish recording the interrupted run in time")
 
 // Outcome is what a run produced.
 type Outcome struct {
@@ -195,6 +208,9 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	if err := st.WriteRun(ctx, rec); err != nil {
 		return nil, err
 	}
+	if o.Started != nil {
+		o.Started(st, rec)
+	}
 
 	// A trial whose transcript this attempt replaces loses its grade
 	// first: should the run die between the new transcript and its grade,
@@ -253,8 +269,16 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 		full = nil
 	}
 	// What is left records the run: it runs to its end after a Ctrl-C too,
-	// so the run's record and grades are whole.
+	// so the run's record and grades are whole, unless the store takes
+	// longer than CleanupGrace after an interrupt: a person is waiting,
+	// and what is stored is kept for a resume anyway.
+	byPerson := interrupted && errors.Is(context.Cause(ctx), context.Canceled)
 	ctx = context.WithoutCancel(ctx)
+	if byPerson && o.CleanupGrace > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, o.CleanupGrace, ErrCleanupGrace)
+		defer cancel()
+	}
 
 	// Gather: the store is the truth, whatever this attempt did. The
 	// report is built as the store is read, and the run's counts are of
@@ -272,6 +296,9 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 		// The store stopped answering (a bucket out of reach): what was
 		// stored is kept, and the run is finished by a resume once the
 		// store is back.
+		if errors.Is(context.Cause(ctx), ErrCleanupGrace) {
+			return &Outcome{Store: st, Run: rec}, fmt.Errorf("interrupted, and %s (%s): %w", ErrCleanupGrace, o.CleanupGrace, err)
+		}
 		return &Outcome{Store: st, Run: rec}, fmt.Errorf("reading the run back from its store: %w", err)
 	}
 	rec.Ended = now().UTC()

@@ -92,6 +92,9 @@ type Stdio struct {
 	// means the built-ins and the program plugins on Env's
 	// MST_PLUGIN_PATH. Main sets it.
 	Parts *builtin.Parts
+	// Stopping, when set, is told what to print should the process end
+	// before an interrupted command does (Interrupts); nil in tests.
+	Stopping *Stopping
 }
 
 // parts returns the registries commands use.

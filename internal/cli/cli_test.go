@@ -1,17 +1,14 @@
 package cli_test
 
 import (
-	"context"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/mst-eval/mst/internal/cli"
 	"github.com/mst-eval/mst/internal/testserver"
+	"github.com/mst-eval/mst/mstcmd"
 )
 
 func TestMain(m *testing.M) {
@@ -19,12 +16,9 @@ func TestMain(m *testing.M) {
 		os.Exit(testBrowser())
 	}
 	testscript.Main(m, map[string]func(){
-		"mst": func() {
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			code := cli.Main(ctx, os.Args[1:], cli.OSStdio())
-			stop()
-			os.Exit(code)
-		},
+		// The scripts run the command as the binary does, its signal
+		// handling included.
+		"mst":            func() { mstcmd.Main() },
 		"mcp-testserver": func() { os.Exit(testserver.Main()) },
 	})
 }

@@ -100,6 +100,7 @@ func gradeRun(ctx context.Context, stdio Stdio, ref string, f gradeFlags) (err e
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
+	stdio.Stopping.SetHint(fmt.Sprintf("mst grade %s --resume N, N being the grade set this one began (it stays partial; the graded trials are kept)", shellQuote(absPath(st.Location()))))
 	rec, err := st.ReadRun(ctx)
 	if err != nil {
 		return err

@@ -287,6 +287,12 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 		Progress: progress, Logger: logger,
 		MSTVersion: Version, MST: []string{exe}, GradeOn: gradeOn, Credentials: creds,
 		MachineDeadline: machineDeadline(f.deadline),
+		// Should the process have to end before the run does (a second
+		// Ctrl-C), it says how to finish the run.
+		Started: func(st store.Run, rec transcript.Run) {
+			stdio.Stopping.SetHint(resumeCommand(st.Location(), resumeConfig(rec, plan.Config.File), f))
+		},
+		CleanupGrace: cleanupGrace,
 	})
 	// hint is the command that finishes the run (resumehint.go).
 	hint := func(extra ...string) string {
