@@ -204,6 +204,12 @@ func parse(lines []line, prompt string, srvs []servers.Server, infos []transcrip
 					c.Result, c.IsError = text, b.IsError
 					if b.IsError {
 						c.Error = refusal(text)
+						if strings.Contains(text, "No such tool available") {
+							// A tool the CLI does not have (off, hidden
+							// by the variant, or made up): no server and
+							// no built-in tool ran it (docs/outcomes.md).
+							c.Server, c.Evidence = "", ""
+						}
 					}
 					c.DurationMs = float64(l.at.Sub(c.Started).Microseconds()) / 1000
 				}

@@ -190,7 +190,7 @@ func TestParseRefusedCalls(t *testing.T) {
 	want := []struct {
 		server, tool, errHas string
 	}{
-		{client.BuiltinServer, "Bash", "No such tool available: Bash"},
+		{"", "Bash", "No such tool available: Bash"}, // a tool the CLI does not have: no server's
 		{client.BuiltinServer, "Write", "permission denied"},
 		{"s", "fail", ""},
 		{"s", "guarded", "InputValidationError: bad"},

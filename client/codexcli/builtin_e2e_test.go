@@ -31,8 +31,10 @@ func shellCalls(cmd string) []providertest.Turn {
 
 // TestBuiltinShellOff: with builtinTools unset the model is offered none of
 // the CLI's own tools, and a shell call it makes anyway (to write a file on
-// the host, outside the trial's folder) does not run; the transcript has
-// it, as a call of the built-in server the CLI refused, with its reason.
+// the host, outside the trial's folder) does not run; the client's account
+// has it as a refused call of a tool no server offers (Server ""), with its
+// reason: like a call of a tool the variant hides, it is never counted as
+// made (docs/outcomes.md).
 func TestBuiltinShellOff(t *testing.T) {
 	t.Parallel()
 	host := filepath.Join(t.TempDir(), "written-by-the-model")
@@ -55,8 +57,8 @@ func TestBuiltinShellOff(t *testing.T) {
 	var tools []string
 	for _, c := range res.ToolCalls {
 		tools = append(tools, c.Tool)
-		if c.Server != client.BuiltinServer || !c.IsError || !strings.Contains(c.Error, "unsupported call") || !strings.Contains(string(c.Arguments), "pwned") {
-			t.Errorf("call = %+v, want a refused call of the built-in server with the CLI's reason", c)
+		if c.Server != "" || !c.IsError || !strings.Contains(c.Error, "unsupported call") || !strings.Contains(string(c.Arguments), "pwned") {
+			t.Errorf("call = %+v, want a refused call of no server with the CLI's reason", c)
 		}
 	}
 	if !slices.Equal(tools, []string{"exec_command", "shell"}) {

@@ -212,7 +212,13 @@ func (p *parser) merge(calls []rolloutCall, reported map[string]bool, outputs ma
 			Result: output, IsError: true,
 			Error: "the CLI refused or failed the call without reporting it in its event stream; it answered the model: " + cut(reason, 2000),
 		}
-		if rc.server == client.BuiltinServer {
+		switch {
+		case strings.HasPrefix(reason, "unsupported call"):
+			// A tool the CLI does not have (hidden by the variant, or made
+			// up by the model): no server and no built-in tool ran it, so
+			// it is no server's call (mcpproxy.Merge lists it unconfirmed).
+			c.Server = ""
+		case rc.server == client.BuiltinServer:
 			c.Evidence = transcript.EvidenceClient
 		}
 		added = append(added, len(out))

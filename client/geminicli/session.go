@@ -498,6 +498,12 @@ func (p *parser) toolResult(e event, now time.Time) {
 			c.Error = e.Error.Type
 		}
 	}
+	if c.IsError && e.Error != nil && e.Error.Type == "tool_not_registered" {
+		// A tool the CLI does not have (off, hidden by the variant, or
+		// made up): no server and no built-in tool ran it
+		// (docs/outcomes.md).
+		c.Server, c.Evidence = "", ""
+	}
 	text := c.Result
 	if c.Error != "" {
 		text = "error: " + c.Error

@@ -53,9 +53,13 @@ func TestOutcomeTable(t *testing.T) {
 	everything := peertest.Everything(t)
 	args, _ := json.Marshal(everything.Args)
 	clients := outcomeClients()
-	script := func(faults ...providertest.Fault) providertest.Script {
+	// A scenario's model calls echo; in the hidden scenario, the variant
+	// does not offer echo, and the model asks for it under the name each
+	// client would have given it.
+	hiddenName := map[string]string{"api": "echo", "claude-code": "mcp__everything__echo", "codex-cli": "echo", "gemini-cli": "mcp_everything_echo"}
+	script := func(tool string, faults ...providertest.Fault) providertest.Script {
 		return providertest.Script{Faults: faults, Conversations: []providertest.Conversation{{Turns: []providertest.Turn{
-			{ToolCalls: []providertest.Call{{Tool: "echo", Arguments: map[string]any{"message": "outcome table"}}}},
+			{ToolCalls: []providertest.Call{{Tool: tool, Arguments: map[string]any{"message": "outcome table"}}}},
 			{Text: "The echo tool was called: done."},
 		}}}}
 	}
@@ -67,7 +71,11 @@ func TestOutcomeTable(t *testing.T) {
 		fmt.Fprintf(&b, "name: outcomes\ndatasets: [cases.jsonl]\nservers:\n  everything: {command: %q, args: %s}\nvariants:\n", everything.Command, args)
 		for scenario, extra := range scenarios {
 			for _, c := range clients {
-				fake := providertest.New(t, script(faults[scenario]...))
+				tool := "echo"
+				if scenario == "hidden" {
+					tool = hiddenName[c.name]
+				}
+				fake := providertest.New(t, script(tool, faults[scenario]...))
 				fmt.Fprintf(&b, "  %s-%s:\n    client: %s\n    model: %s\n    clientOptions: {baseURL: %q, timeout: %s%s}\n%s",
 					scenario, c.name, c.name, c.model, c.baseURL(fake.URL), timeout, c.options(t), extra)
 			}
@@ -137,6 +145,7 @@ func TestOutcomeTable(t *testing.T) {
 			"error":      "    faults: {everything: [{kind: error, tools: [echo], message: quota exceeded}]}\n",
 			"protocol":   "    faults: {everything: [{kind: protocol, tools: [echo], message: backend unavailable}]}\n",
 			"disconnect": "    faults: {everything: [{kind: disconnect}]}\n",
+			"hidden":     "    tools: {everything: {echo: {hidden: true}}}\n",
 		}
 		// The first model request's answer is cut off half way.
 		faults := map[string][]providertest.Fault{"cut": {{Cut: true, Times: 1}}}
@@ -169,6 +178,16 @@ func TestOutcomeTable(t *testing.T) {
 					t.Errorf("%s: outcome %+v, answer %q; want answered: %s", v, tr.Outcome, tr.Answer, map[bool]string{true: "a cut stream is retried", false: "an injected fault leaves the trial to the client"}[scenario == "cut"])
 				}
 				if scenario == "cut" {
+					continue
+				}
+				if scenario == "hidden" {
+					// No server got the call: it is never among the calls
+					// graders count, whichever client refused it.
+					for _, call := range tr.ToolCalls {
+						if call.Tool == "echo" || strings.HasSuffix(call.Tool, "echo") {
+							t.Errorf("%s: the call of the hidden tool is counted as made: %+v", v, call)
+						}
+					}
 					continue
 				}
 				var echo *transcript.ToolCall
