@@ -279,22 +279,27 @@ func (r Report) JudgeRows() (rows []JudgeRow, gradeErrors int) {
 // the reports show it: to 0.01.
 func FormatScore(x float64) string { return formatMean(x) }
 
-// writeJudges lists the judges' mean scores per variant.
-func (r Report) writeJudges(w io.Writer) {
+// writeJudges lists the judges' mean scores per variant, within width
+// (0: no limit): the least needed columns go first, then long labels are
+// cut short.
+func (r Report) writeJudges(w io.Writer, width int) {
 	rows, errs := r.judgeRows()
 	if len(rows) == 0 && errs == 0 {
 		return
 	}
 	if len(rows) > 0 {
-		fmt.Fprintln(w, "Judge scores (mean with a 95% interval clustered by case, complete cases):")
-		tw := newTable(w)
-		fmt.Fprintln(tw, "JUDGE\tVARIANT\tMEAN [95% CI]\tSCALE\tJUDGED PASS\tERRORED")
+		fmt.Fprintln(w, Wrap("Judge scores (mean with a 95% interval clustered by case, complete cases):", width, "  "))
+		t := Table{Columns: []Column{{Head: "JUDGE", Shrink: true}, {Head: "VARIANT", Shrink: true}, {Head: "MEAN [95% CI]"},
+			{Head: "SCALE", Drop: 1}, {Head: "JUDGED PASS", Drop: 3}, {Head: "ERRORED", Drop: 2}}}
 		for _, x := range rows {
 			j := x.j
 			scale := strconv.Itoa(j.Scale.Min) + "–" + strconv.Itoa(j.Scale.Max)
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%d\n", text(judgeLabel(j)), text(x.variant), judgeMean(j, "-"), scale, j.Passed, j.Scored, j.Errored)
+			t.Rows = append(t.Rows, []string{text(judgeLabel(j)), text(x.variant), judgeMean(j, "-"), scale,
+				fmt.Sprintf("%d/%d", j.Passed, j.Scored), strconv.Itoa(j.Errored)})
 		}
-		tw.Flush()
+		if n := t.Write(w, width); n > 0 {
+			fmt.Fprintln(w, Wrap(fmt.Sprintf("(%s left out to fit %d columns; mst report --json has them all)", plural(n, "column"), width), width, " "))
+		}
 	}
 	if errs > 0 {
 		fmt.Fprintf(w, "%s could not be graded: a judge gave no verdict (they count neither as passed nor as failed; grade them again with mst grade).\n", plural(errs, "trial"))

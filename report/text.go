@@ -32,7 +32,7 @@ func (r Report) WriteTextWidth(w io.Writer, width int) error {
 	r.writeVariants(ew, width)
 	r.writeErrorGroups(ew, width)
 	r.writePassK(ew, width)
-	r.writeJudges(ew) // judges.go
+	r.writeJudges(ew, width) // judges.go
 	r.writeCases(ew, width)
 	r.writeComparisons(ew, width)
 	r.writeNotes(ew, width)
