@@ -95,6 +95,10 @@ func (p *Plan) resolveJudges(req Request, noGrade bool) error {
 			}
 			continue
 		}
+		if required && !noGrade && req.NotSent[name] != "" {
+			errs = append(errs, fmt.Errorf("%s: %s reads its key from %s: %s", p.Config.File, in.Grader, name, notSent(name, req.SecretsFile)))
+			continue
+		}
 		if required && !noGrade {
 			where := "neither MST's environment nor a --secrets-file sets it"
 			if req.SecretsFile != "" {

@@ -79,6 +79,10 @@ type Request struct {
 	// the file does not set them.
 	Secrets *secrets.Set
 	Env     map[string]string
+	// NotSent is the launching environment of a detached run (mst run
+	// --detach): nothing of it goes to the coordinator machine, so no key
+	// is taken from it, but an error about a key it sets says so.
+	NotSent map[string]string
 	// SourceEnv, when not nil, is where dataset sources find the
 	// credentials the secrets file does not set, in place of Env (mst
 	// validate checks no key in Env without a secrets file, but a source
@@ -671,6 +675,10 @@ func (p *Plan) checkKeys(req Request) error {
 			continue
 		}
 		seen[set.Variant+"\x00"+name] = true
+		if req.NotSent[name] != "" {
+			errs = append(errs, fmt.Errorf("%s: variants.%s: model %s reads its API key from %s: %s", p.Config.File, set.Variant, set.Model, name, notSent(name, req.SecretsFile)))
+			continue
+		}
 		where := "MST's environment does not set it, and no --secrets-file was given"
 		if req.SecretsFile != "" {
 			where = fmt.Sprintf("neither MST's environment nor the secrets file %s sets it", req.SecretsFile)
@@ -679,6 +687,15 @@ func (p *Plan) checkKeys(req Request) error {
 			p.Config.File, set.Variant, set.Model, name, where, how))
 	}
 	return errors.Join(errs...)
+}
+
+// notSent says what to do about a key that is set only in the shell that
+// launches a detached run.
+func notSent(name, secretsFile string) string {
+	if secretsFile == "" {
+		return fmt.Sprintf("this shell sets it, but a detached run (--detach) takes nothing of this machine's environment to its coordinator machine, only a secrets file: put a line %s=... in a file (mode 600) and give it with --secrets-file FILE", name)
+	}
+	return fmt.Sprintf("this shell sets it, but a detached run (--detach) takes nothing of this machine's environment to its coordinator machine, only the secrets file: add a line %s=... to %s", name, secretsFile)
 }
 
 // baseURL is clientOptions.baseURL of a client that reads its provider's

@@ -607,6 +607,15 @@ variants:
 	if r.code != int(cli.ExitUsage) || !strings.Contains(r.stderr, "the connector servers crm need their grants refreshed on the coordinator machine") || !strings.Contains(r.stderr, "give --store NAME of a shared store") {
 		t.Errorf("a detached run with a connector server and the local store exited %d:\n%s", r.code, r.stderr)
 	}
+	// A model key set only in the launching shell is refused, truly: the
+	// shell sets it, but only the secrets file goes to the coordinator.
+	keyed := filepath.Join(d.dir, "keyed.yaml")
+	os.WriteFile(keyed, []byte("name: detached\ndatasets: [cases.jsonl]\nservers:\n  crm: {url: \"http://127.0.0.1:9/mcp\"}\nvariants:\n  v: {model: anthropic/claude-test}\n"), 0o644)
+	t.Setenv("ANTHROPIC_API_KEY", detachCanary)
+	r = d.mst("run", keyed, "--results", d.results, "--runner", "processes", "--detach", "--secrets-file", d.secrets)
+	if want := "this shell sets it, but a detached run (--detach) takes nothing of this machine's environment to its coordinator machine, only the secrets file: add a line ANTHROPIC_API_KEY=... to " + d.secrets; r.code != int(cli.ExitUsage) || !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, detachCanary) {
+		t.Errorf("a detached run whose key only the shell sets exited %d, want %d saying %q:\n%s", r.code, cli.ExitUsage, want, r.stderr)
+	}
 	if keys := listKeys(t, d.bucket, "team/detached/detached/"); len(keys) > 0 {
 		t.Errorf("a refused launch left records: %v", keys)
 	}

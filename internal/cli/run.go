@@ -205,8 +205,9 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 			return err
 		}
 		// What a detached run needs must be in the secrets file: nothing
-		// of this machine's environment goes to the coordinator machine.
-		req.Env = nil
+		// of this machine's environment goes to the coordinator machine
+		// (a key set only there is refused, saying so).
+		req.Env, req.NotSent = nil, req.Env
 	}
 	if err := f.detach.applyTo(&req); err != nil {
 		return err
