@@ -9,6 +9,7 @@ import (
 
 	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/internal/chromiumtest"
+	"github.com/mst-eval/mst/report"
 	"github.com/mst-eval/mst/report/htmlreport/htmlreporttest"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
@@ -224,26 +225,9 @@ func htmlCell(t *testing.T, runDir string, k transcript.Key) (int, int) {
 	if code != 0 {
 		t.Fatalf("mst report --json: exit %d: %s", code, stderr)
 	}
-	var rep struct {
-		Variants []struct{ Variant string }
-		Cases    []struct{ Case string }
-	}
+	var rep report.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
-	ci, vi := -1, -1
-	for i, c := range rep.Cases {
-		if c.Case == k.Case {
-			ci = i
-		}
-	}
-	for i, v := range rep.Variants {
-		if v.Variant == k.Variant {
-			vi = i
-		}
-	}
-	if ci < 0 || vi < 0 {
-		t.Fatalf("%s is not in the report", k)
-	}
-	return ci, vi
+	return htmlreporttest.CellOf(t, rep, k)
 }

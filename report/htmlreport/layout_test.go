@@ -211,7 +211,7 @@ func TestLayoutInChromium(t *testing.T) {
 		}
 		read := func(g *grade.TrialGrade) shown {
 			t.Helper()
-			ci, vi := cellOf(t, full.rep, g.Key)
+			ci, vi := htmlreporttest.CellOf(t, full.rep, g.Key)
 			htmlreporttest.OpenCell(t, p, ci, vi)
 			tab := fmt.Sprintf(`#viewer-tabs button[data-trial="%d-%d-%d"]`, ci, vi, g.Key.Trial)
 			p.Click(t, tab)
@@ -260,24 +260,4 @@ func TestLayoutInChromium(t *testing.T) {
 		}
 		p.NoErrors(t)
 	})
-}
-
-// cellOf is the grid cell (case and variant index) of a trial.
-func cellOf(t *testing.T, rep report.Report, k transcript.Key) (int, int) {
-	t.Helper()
-	ci, vi := -1, -1
-	for i, c := range rep.Cases {
-		if c.Case == k.Case {
-			ci = i
-		}
-	}
-	for i, v := range rep.Variants {
-		if v.Variant == k.Variant {
-			vi = i
-		}
-	}
-	if ci < 0 || vi < 0 {
-		t.Fatalf("%s is not in the report", k)
-	}
-	return ci, vi
 }

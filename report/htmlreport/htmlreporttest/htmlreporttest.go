@@ -11,7 +11,30 @@ import (
 	"testing"
 
 	"github.com/mst-eval/mst/internal/chromiumtest"
+	"github.com/mst-eval/mst/report"
+	"github.com/mst-eval/mst/transcript"
 )
+
+// CellOf is the grid cell the page shows a trial in: its case's and its
+// variant's index in rep. It fails the test when rep has neither.
+func CellOf(t testing.TB, rep report.Report, k transcript.Key) (caseIndex, variantIndex int) {
+	t.Helper()
+	caseIndex, variantIndex = -1, -1
+	for i, c := range rep.Cases {
+		if c.Case == k.Case {
+			caseIndex = i
+		}
+	}
+	for i, v := range rep.Variants {
+		if v.Variant == k.Variant {
+			variantIndex = i
+		}
+	}
+	if caseIndex < 0 || variantIndex < 0 {
+		t.Fatalf("%s is not in the report", k)
+	}
+	return caseIndex, variantIndex
+}
 
 // jsonReport is the part of --json's report the page's numbers are
 // checked against, its numbers kept as the text --json wrote.
