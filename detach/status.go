@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"time"
@@ -100,15 +99,18 @@ func (s Status) Shown(now time.Time) string {
 
 // Records are the detached runs of one eval in a result store: under
 // PREFIX/EVAL/detached/ID/, status.json, log.txt and cancel.
+//
+// Every read, write and listing goes through the store's calls, under
+// their deadlines and retries (blobstore.Limits): a bucket that stops
+// answering fails them wrapping store.ErrUnavailable.
 type Records struct {
-	bucket *blob.Bucket
-	st     *blobstore.Store
-	eval   string
+	st   *blobstore.Store
+	eval string
 }
 
 // NewRecords returns the records of eval's detached runs in st.
 func NewRecords(st *blobstore.Store, eval string) *Records {
-	return &Records{bucket: st.Bucket(), st: st, eval: eval}
+	return &Records{st: st, eval: eval}
 }
 
 // Where says where the records of id are, for people.
@@ -138,7 +140,7 @@ func (r *Records) WriteStatus(ctx context.Context, s Status) error {
 	if err != nil {
 		return err
 	}
-	if err := r.bucket.WriteAll(ctx, r.key(s.ID, statusName), append(data, '\n'), &blob.WriterOptions{ContentType: "application/json", CacheControl: "no-store"}); err != nil {
+	if err := r.st.WriteObject(ctx, r.key(s.ID, statusName), append(data, '\n'), &blob.WriterOptions{ContentType: "application/json", CacheControl: "no-store"}); err != nil {
 		return fmt.Errorf("writing %s: %w", r.st.URLOf(r.key(s.ID, statusName)), err)
 	}
 	return nil
@@ -165,16 +167,11 @@ func (r *Records) ReadStatus(ctx context.Context, id string) (Status, error) {
 }
 
 func (r *Records) read(ctx context.Context, key string, limit int64) ([]byte, error) {
-	rd, err := r.bucket.NewReader(ctx, key, nil)
+	data, err := r.st.ReadObject(ctx, key, limit)
 	if err != nil {
 		if gcerrors.Code(err) == gcerrors.NotFound {
 			return nil, fmt.Errorf("%s: %w", r.st.URLOf(key), ErrNotFound)
 		}
-		return nil, fmt.Errorf("reading %s: %w", r.st.URLOf(key), err)
-	}
-	defer rd.Close()
-	data, err := io.ReadAll(io.LimitReader(rd, limit+1))
-	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", r.st.URLOf(key), err)
 	}
 	if int64(len(data)) > limit {
@@ -185,7 +182,7 @@ func (r *Records) read(ctx context.Context, key string, limit int64) ([]byte, er
 
 // WriteLog replaces id's log.
 func (r *Records) WriteLog(ctx context.Context, id string, data []byte) error {
-	if err := r.bucket.WriteAll(ctx, r.key(id, logName), data, &blob.WriterOptions{ContentType: "text/plain; charset=utf-8", CacheControl: "no-store"}); err != nil {
+	if err := r.st.WriteObject(ctx, r.key(id, logName), data, &blob.WriterOptions{ContentType: "text/plain; charset=utf-8", CacheControl: "no-store"}); err != nil {
 		return fmt.Errorf("writing %s: %w", r.st.URLOf(r.key(id, logName)), err)
 	}
 	return nil
@@ -201,30 +198,28 @@ func (r *Records) ReadLog(ctx context.Context, id string) ([]byte, error) {
 
 // Cancel writes id's cancel marker.
 func (r *Records) Cancel(ctx context.Context, id string, by string) error {
-	return r.bucket.WriteAll(ctx, r.key(id, cancelName), []byte(by+"\n"), nil)
+	return r.st.WriteObject(ctx, r.key(id, cancelName), []byte(by+"\n"), nil)
 }
 
 // Cancelled says whether id's cancel marker is there.
 func (r *Records) Cancelled(ctx context.Context, id string) (bool, error) {
-	return r.bucket.Exists(ctx, r.key(id, cancelName))
+	return r.st.ObjectExists(ctx, r.key(id, cancelName))
 }
 
 // List reads the status of every detached run of the eval, newest first.
 // A record that cannot be read is returned in bad, by id.
 func (r *Records) List(ctx context.Context) (list []Status, bad map[string]error, err error) {
-	it := r.bucket.List(&blob.ListOptions{Prefix: r.key("", ""), Delimiter: "/"})
-	for {
-		obj, err := it.Next(ctx)
-		if err == io.EOF {
-			break
+	var ids []string
+	err = r.st.ListObjects(ctx, &blob.ListOptions{Prefix: r.key("", ""), Delimiter: "/"}, func(obj *blob.ListObject) error {
+		if obj.IsDir {
+			ids = append(ids, strings.TrimSuffix(strings.TrimPrefix(obj.Key, r.key("", "")), "/"))
 		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("listing %s: %w", r.st.URLOf(r.key("", "")), err)
-		}
-		if !obj.IsDir {
-			continue
-		}
-		id := strings.TrimSuffix(strings.TrimPrefix(obj.Key, r.key("", "")), "/")
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing %s: %w", r.st.URLOf(r.key("", "")), err)
+	}
+	for _, id := range ids {
 		s, err := r.ReadStatus(ctx, id)
 		if err != nil {
 			if bad == nil {
@@ -250,7 +245,7 @@ func (r *Records) Resolve(ctx context.Context, ref string) (string, error) {
 	if ref == "" || strings.ContainsAny(ref, `/\`) {
 		return "", fmt.Errorf("%q is not a detached run's id: give its id, or its last six characters, as mst runs list shows them", ref)
 	}
-	if ok, err := r.bucket.Exists(ctx, r.key(ref, statusName)); err != nil {
+	if ok, err := r.st.ObjectExists(ctx, r.key(ref, statusName)); err != nil {
 		return "", err
 	} else if ok {
 		return ref, nil

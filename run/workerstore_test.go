@@ -230,7 +230,7 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 }
 
 // TestStoreOutage: the bucket stops taking transcripts mid-run (503, after
-// the SDK's own retries). The trials whose transcript could not be written
+// the store's retries, bounded to 2 s a write here). The trials whose transcript could not be written
 // are missing, the run ends partial, and the transcripts stored before the
 // outage are kept as they were; once the bucket is back, a resume runs
 // only the missing trials and the run is complete.
@@ -238,6 +238,7 @@ func TestStoreOutage(t *testing.T) {
 	s := blobtest.StartS3(t)
 	name := s.NewBucket(t)
 	blobtest.Setenv(t, s.Env(t))
+	t.Setenv("MST_STORE_CALL", "2s") // cli.CallEnv, which the workers get
 	out := &outage{after: 3}
 	u, _ := url.Parse(s.StoreURL(name, "team"))
 	q := u.Query()

@@ -46,6 +46,12 @@ var ErrDamaged = errors.New("damaged")
 // ErrBusy means another process writes the run: a run has one writer.
 var ErrBusy = errors.New("the run is being written by another process")
 
+// ErrUnavailable means the store did not answer: a call to it ran out of
+// time or of retries (connections refused or cut, the service answering
+// 5xx or 429, no answer at all). What was asked may or may not have been
+// done; asking again once the store answers is safe.
+var ErrUnavailable = errors.New("store not answering")
+
 // BusyError names the process that owns a run someone else wanted to
 // write.
 type BusyError struct {

@@ -65,11 +65,21 @@ func parseStoreURL(loc string) (*url.URL, error) {
 // writer killed mid-run need not wait a minute for its lock to go.
 const LeaseEnv = "MST_STORE_LEASE"
 
+// CallEnv is a test hook: how long one call to a bucket store may take,
+// its retries included (a duration; default blobstore.DefaultCall), so
+// that tests of a store that stops answering need not wait half a minute
+// for each write to give up. Each try gets a third of it, the first retry
+// waits a thirtieth.
+const CallEnv = "MST_STORE_CALL"
+
 // blobOptions are the options of the bucket stores MST opens, for eval.
 func blobOptions(eval string) blobstore.Options {
 	o := blobstore.Options{Eval: eval}
 	if d, err := time.ParseDuration(os.Getenv(LeaseEnv)); err == nil && d > 0 {
 		o.Lease = d
+	}
+	if d, err := time.ParseDuration(os.Getenv(CallEnv)); err == nil && d > 0 {
+		o.Limits = blobstore.Limits{Call: d, Try: d / 3, Backoff: d / 30}
 	}
 	return o
 }
@@ -88,7 +98,23 @@ func resultsStore(ctx context.Context, loc, eval string) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return blobstore.Open(ctx, u, blobOptions(eval))
+	s, err := openBucketStore(ctx, u, eval)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// openBucketStore opens the bucket store at u for eval. A store that
+// cannot be reached (it refuses, or does not answer within
+// blobstore.DefaultOpen) is a mistake in where the user pointed MST, like
+// a malformed URL: exit code 2, before anything starts.
+func openBucketStore(ctx context.Context, u *url.URL, eval string) (*blobstore.Store, error) {
+	s, err := blobstore.Open(ctx, u, blobOptions(eval))
+	if errors.Is(err, store.ErrUnavailable) {
+		return nil, withCode(ExitUsage, err)
+	}
+	return s, err
 }
 
 // bucketRef is what the path of a bucket URL names: a run
@@ -124,7 +150,7 @@ func parseBucketRef(ref string) (bucketRef, error) {
 func bucketRoot(ctx context.Context, r bucketRef) (*blobstore.Store, error) {
 	root := *r.u
 	root.Path = ""
-	return blobstore.Open(ctx, &root, blobOptions(""))
+	return openBucketStore(ctx, &root, "")
 }
 
 // openURLRun opens the run a URL names, or says what the URL names
@@ -177,7 +203,7 @@ func openStoredRun(ctx context.Context, ref, results string, redact *secrets.Red
 	if err != nil {
 		return nil, true, err
 	}
-	s, err := blobstore.Open(ctx, u, blobOptions(""))
+	s, err := openBucketStore(ctx, u, "")
 	if err != nil {
 		return nil, true, err
 	}

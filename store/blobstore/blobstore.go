@@ -24,6 +24,12 @@
 // Credentials come from each cloud's own chain (application default
 // credentials for gs://, the AWS default chain for s3://): MST stores none
 // and reads none from its config.
+//
+// No call to the bucket can hang: each runs under a deadline and is
+// retried within it when what it met may pass, each retry reported, and a
+// call that runs out fails wrapping store.ErrUnavailable (see Limits and
+// calls.go). Open is bounded the same way, and Parse checks the bucket's
+// name against its service's rules.
 package blobstore
 
 import (
@@ -34,7 +40,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
+	"net/http"
 	"net/url"
 	"path"
 	"slices"
@@ -75,6 +82,15 @@ type Store struct {
 	// Lease and Now rule the lock (see Lock).
 	lease time.Duration
 	now   func() time.Time
+	// limits bound every call to the bucket; onRetry and logger hear of
+	// each retry (see calls.go).
+	limits  Limits
+	onRetry func(Retry)
+	logger  *slog.Logger
+	// name is the store's URL without its query, for reports; host is
+	// where its service is (for errors that do not say) and via says
+	// where that address came from (" (STORAGE_EMULATOR_HOST=…)").
+	name, host, via string
 }
 
 // Options tune a Store; the zero value is the default.
@@ -88,6 +104,20 @@ type Options struct {
 	Lease time.Duration
 	// Now is the clock of leases; nil means time.Now. Tests set it.
 	Now func() time.Time
+	// Limits bound each call to the bucket (see Limits); the zero value
+	// is the defaults.
+	Limits Limits
+	// OnRetry, when set, is called for each retry of a call to the
+	// bucket and when a call gives up (Retry.GaveUp), from the goroutine
+	// of the call: a run's progress shows it. Logger, when set, gets the
+	// same as a warning. Both may be set.
+	OnRetry func(Retry)
+	Logger  *slog.Logger
+
+	// gcsEndpoint, when set, is the HOST:PORT of a GCS emulator Open
+	// talks to instead of STORAGE_EMULATOR_HOST's (tests, which cannot
+	// set the variable in parallel).
+	gcsEndpoint string
 }
 
 // DefaultLease is how long a run's lock holds without being renewed.
@@ -97,7 +127,9 @@ const DefaultLease = time.Minute
 // URL (scheme://bucket/prefix, with any query), as people see it; its path
 // is the prefix.
 func New(bucket *blob.Bucket, where *url.URL, o Options) *Store {
-	s := &Store{bucket: bucket, base: *where, eval: o.Eval, lease: o.Lease, now: o.Now}
+	s := &Store{bucket: bucket, base: *where, eval: o.Eval, lease: o.Lease, now: o.Now,
+		limits: o.Limits.withDefaults(), onRetry: o.OnRetry, logger: o.Logger}
+	s.name, s.host, s.via = describeEndpoint(where, o)
 	s.base.Path = strings.Trim(s.base.Path, "/")
 	if s.base.Path != "" {
 		s.prefix = s.base.Path + "/"
@@ -113,7 +145,9 @@ func New(bucket *blob.Bucket, where *url.URL, o Options) *Store {
 	return s
 }
 
-// Bucket is the bucket the store is kept in.
+// Bucket is the bucket the store is kept in. Calls made on it directly
+// have none of the store's deadlines or retries: use ReadObject,
+// WriteObject, ObjectExists and ListObjects.
 func (s *Store) Bucket() *blob.Bucket { return s.bucket }
 
 // Location is the store's URL.
@@ -164,7 +198,7 @@ func (s *Store) Create(ctx context.Context, id string, redact *secrets.Redactor)
 		return nil, fmt.Errorf("creating run %s: %s already exists", id, r.Location())
 	}
 	stamp, _ := json.Marshal(map[string]any{"created": s.now().UTC()})
-	err := s.bucket.WriteAll(ctx, r.key(createdName), stamp, &blob.WriterOptions{IfNotExist: true, ContentType: "application/json"})
+	err := s.put(ctx, "writing", r.key(createdName), stamp, &blob.WriterOptions{IfNotExist: true, ContentType: "application/json"}, nil)
 	if lost(err) {
 		return nil, fmt.Errorf("creating run %s: %s already exists", id, r.Location())
 	}
@@ -206,19 +240,16 @@ func (s *Store) Open(ctx context.Context, id string, redact *secrets.Redactor) (
 // evalPrefixes lists PREFIX/EVAL/runs/ for every eval in the store.
 func (s *Store) evalPrefixes(ctx context.Context) ([]string, error) {
 	var out []string
-	it := s.bucket.List(&blob.ListOptions{Prefix: s.prefix, Delimiter: "/"})
-	for {
-		o, err := it.Next(ctx)
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return nil, describe(s.Location(), "listing the store", err)
-		}
+	err := s.list(ctx, &blob.ListOptions{Prefix: s.prefix, Delimiter: "/"}, nil, func(o *blob.ListObject) error {
 		if o.IsDir {
 			out = append(out, o.Key+runsDir+"/")
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, describe(s.Location(), "listing the store", err)
 	}
+	return out, nil
 }
 
 // OpenRunAt opens the run whose objects are under key (PREFIX/EVAL/runs/ID,
@@ -248,27 +279,29 @@ func (s *Store) ListRuns(ctx context.Context, key string) ([]Summary, error) {
 	if key == "/" {
 		key = ""
 	}
+	var dirs []string
+	err := s.list(ctx, &blob.ListOptions{Prefix: key, Delimiter: "/"}, nil, func(o *blob.ListObject) error {
+		if o.IsDir {
+			dirs = append(dirs, o.Key)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, describe(s.urlOf(key), "listing runs", err)
+	}
 	var out []Summary
-	it := s.bucket.List(&blob.ListOptions{Prefix: key, Delimiter: "/"})
-	for {
-		o, err := it.Next(ctx)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, describe(s.urlOf(key), "listing runs", err)
-		}
-		if !o.IsDir {
-			continue
-		}
-		id := path.Base(o.Key)
-		r := s.run(o.Key, id, nil)
+	for _, dir := range dirs {
+		id := path.Base(dir)
+		r := s.run(dir, id, nil)
 		sum := Summary{ID: id, Location: r.Location()}
 		rec, err := r.ReadRun(ctx)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			continue // not a run (yet): a run being created, or another's object
 		case err != nil:
+			if ctx.Err() != nil {
+				return nil, err
+			}
 			sum.Err = err
 		default:
 			sum.Record = rec
@@ -323,7 +356,8 @@ func (r *Run) fail(doing string, err error) error {
 
 // lost says a conditional write found its object there already.
 func lost(err error) bool {
-	return err != nil && (code(err) == gcerrors.FailedPrecondition || code(err) == gcerrors.AlreadyExists)
+	return err != nil && (code(err) == gcerrors.FailedPrecondition || code(err) == gcerrors.AlreadyExists ||
+		httpStatus(err) == http.StatusPreconditionFailed)
 }
 
 // conflict says S3 refused a conditional write because another to the
@@ -332,16 +366,16 @@ func conflict(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "ConditionalRequestConflict")
 }
 
+// write writes one object of the run, redacted. S3's
+// ConditionalRequestConflict is tried again, as every failure that may
+// pass is (calls.go).
 func (r *Run) write(ctx context.Context, name string, data []byte, ifNotExist bool) error {
+	return r.writeWithin(ctx, "writing", name, data, ifNotExist, nil)
+}
+
+func (r *Run) writeWithin(ctx context.Context, doing, name string, data []byte, ifNotExist bool, limits *Limits) error {
 	opts := &blob.WriterOptions{IfNotExist: ifNotExist, ContentType: contentType(name)}
-	data = r.redact.Bytes(data)
-	for {
-		err := r.s.bucket.WriteAll(ctx, r.key(name), data, opts)
-		if conflict(err) && ctx.Err() == nil {
-			continue
-		}
-		return err
-	}
+	return r.s.put(ctx, doing, r.key(name), r.redact.Bytes(data), opts, limits)
 }
 
 func contentType(name string) string {
@@ -370,7 +404,7 @@ func (r *Run) writeJSON(ctx context.Context, name string, v any) error {
 // read reads one object, failing wrapping store.ErrNotFound when it is not
 // there.
 func (r *Run) read(ctx context.Context, name string) ([]byte, error) {
-	b, err := r.s.bucket.ReadAll(ctx, r.key(name))
+	b, err := r.s.get(ctx, r.key(name), -1)
 	if code(err) == gcerrors.NotFound {
 		return nil, fmt.Errorf("%s: %w", r.where(name), store.ErrNotFound)
 	}
@@ -415,15 +449,10 @@ func (r *Run) ReadRun(ctx context.Context) (transcript.Run, error) {
 }
 
 func (r *Run) readRunObject(ctx context.Context, name string) (transcript.Run, error) {
-	rd, err := r.s.bucket.NewReader(ctx, r.key(name), nil)
+	b, err := r.s.get(ctx, r.key(name), store.MaxRunRecordBytes)
 	if code(err) == gcerrors.NotFound {
 		return transcript.Run{}, fmt.Errorf("%s: %w", r.where(name), store.ErrNotFound)
 	}
-	if err != nil {
-		return transcript.Run{}, describe(r.where(name), "reading", err)
-	}
-	defer rd.Close()
-	b, err := io.ReadAll(io.LimitReader(rd, store.MaxRunRecordBytes+1))
 	if err != nil {
 		return transcript.Run{}, describe(r.where(name), "reading", err)
 	}
@@ -554,48 +583,49 @@ func (r *Run) walk(ctx context.Context, fn func(k transcript.Key, rel string) er
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	it := r.s.bucket.List(&blob.ListOptions{Prefix: r.key(store.TranscriptsName + "/")})
 	seen := map[transcript.Key]bool{}
-	for {
-		o, err := it.Next(ctx)
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return r.fail("listing transcripts", err)
-		}
-		if o.IsDir || o.Size < 2 {
-			continue // an empty object is no transcript
-		}
-		rel := strings.TrimPrefix(o.Key, r.prefix)
-		k, ok, cut := store.TranscriptKey(rel)
-		if !ok && cut {
-			// A name cut to fit: the transcript says whose it is.
-			if fk, err := r.readKey(ctx, rel); err == nil && store.TranscriptPath(fk) == rel {
-				k, ok = fk, true
-			}
-		}
-		if !ok || seen[k] {
-			continue
-		}
-		seen[k] = true
-		if err := fn(k, rel); err != nil {
-			return err
+	var fnErr error
+	err := r.s.list(ctx, &blob.ListOptions{Prefix: r.key(store.TranscriptsName + "/")}, nil, func(o *blob.ListObject) error {
+		fnErr = r.walkOne(ctx, o, seen, fn)
+		return fnErr
+	})
+	switch {
+	case err == nil:
+		return nil
+	case fnErr != nil:
+		return fnErr
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	return r.fail("listing transcripts", err)
+}
+
+func (r *Run) walkOne(ctx context.Context, o *blob.ListObject, seen map[transcript.Key]bool, fn func(k transcript.Key, rel string) error) error {
+	if o.IsDir || o.Size < 2 {
+		return nil // an empty object is no transcript
+	}
+	rel := strings.TrimPrefix(o.Key, r.prefix)
+	k, ok, cut := store.TranscriptKey(rel)
+	if !ok && cut {
+		// A name cut to fit: the transcript says whose it is.
+		if fk, err := r.readKey(ctx, rel); err == nil && store.TranscriptPath(fk) == rel {
+			k, ok = fk, true
 		}
 	}
+	if !ok || seen[k] {
+		return nil
+	}
+	seen[k] = true
+	return fn(k, rel)
 }
 
 // readKey reads the key of a transcript from its first bytes.
 func (r *Run) readKey(ctx context.Context, rel string) (transcript.Key, error) {
-	rd, err := r.s.bucket.NewRangeReader(ctx, r.key(rel), 0, 4096, nil)
+	b, err := r.s.getRange(ctx, r.key(rel), 0, 4096)
 	if err != nil {
 		return transcript.Key{}, err
 	}
-	defer rd.Close()
-	return store.ReadKey(rd)
+	return store.ReadKey(bytes.NewReader(b))
 }
 
 // Keys lists the transcripts' keys from their names, reading the key from
@@ -664,25 +694,21 @@ func (r *Run) grades(ctx context.Context, dir string, fn func(grade.TrialGrade) 
 		return err
 	}
 	var names []string
-	it := r.s.bucket.List(&blob.ListOptions{Prefix: r.key(dir + "/")})
-	for {
-		o, err := it.Next(ctx)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return r.fail("listing grades", err)
-		}
+	err := r.s.list(ctx, &blob.ListOptions{Prefix: r.key(dir + "/")}, nil, func(o *blob.ListObject) error {
 		if !o.IsDir && strings.HasSuffix(o.Key, ".jsonl") {
 			names = append(names, o.Key)
 		}
+		return nil
+	})
+	if err != nil {
+		return r.fail("listing grades", err)
 	}
 	slices.Sort(names)
 	type at struct{ obj, line int }
 	latest := map[transcript.Key]at{}
 	pass := func(fn func(a at, g grade.TrialGrade) error) error {
 		for i, name := range names {
-			rd, err := r.s.bucket.NewReader(ctx, name, nil)
+			b, err := r.s.get(ctx, name, -1)
 			if code(err) == gcerrors.NotFound {
 				continue
 			}
@@ -690,7 +716,7 @@ func (r *Run) grades(ctx context.Context, dir string, fn func(grade.TrialGrade) 
 				return describe(r.s.urlOf(name), "reading grades", err)
 			}
 			n := 0
-			err = store.EachLine(rd, func(line []byte) error {
+			err = store.EachLine(bytes.NewReader(b), func(line []byte) error {
 				n++
 				var g grade.TrialGrade
 				if json.Unmarshal(line, &g) != nil || g.Case == "" {
@@ -698,7 +724,6 @@ func (r *Run) grades(ctx context.Context, dir string, fn func(grade.TrialGrade) 
 				}
 				return fn(at{i, n}, g)
 			})
-			rd.Close()
 			if err != nil {
 				return err
 			}

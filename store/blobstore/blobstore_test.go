@@ -278,25 +278,25 @@ func TestListRuns(t *testing.T) {
 // ones it can.
 func TestParse(t *testing.T) {
 	t.Parallel()
-	good := []string{"gs://b", "gs://b/", "gs://b/p/q", "s3://b/p", "s3://b?region=eu-west-1", "s3://b/p?endpoint=http://127.0.0.1:9000&use_path_style=true&disable_https=true"}
+	good := []string{"gs://bkt", "gs://bkt/", "gs://bkt/p/q", "s3://bkt/p", "s3://bkt?region=eu-west-1", "s3://bkt/p?endpoint=http://127.0.0.1:9000&use_path_style=true&disable_https=true"}
 	for _, raw := range good {
 		if _, err := blobstore.Parse(raw); err != nil {
 			t.Errorf("Parse(%q) = %v, want nil", raw, err)
 		}
 	}
 	bad := map[string]string{
-		"azblob://c/p":          "cannot keep results at a azblob: URL",
-		"http://example.com/x":  "cannot keep results at a http: URL",
-		"gs:/b":                 "name the bucket",
-		"gs:b":                  "name the bucket",
-		"gs:///p":               "name the bucket",
-		"s3://AKIA:secret@b/p":  "carries no credentials",
-		"gs://b/p?access_id=x":  "takes no query parameters",
-		"s3://b/p?aws_secret=x": `"aws_secret" is not one`,
-		"s3://b/p#x":            "no #fragment",
-		"gs://b/../p":           "no . or ..",
-		"s3://b/p/./q":          "no . or ..",
-		"s3://b/%zz":            "not a URL",
+		"azblob://c/p":            "cannot keep results at a azblob: URL",
+		"http://example.com/x":    "cannot keep results at a http: URL",
+		"gs:/b":                   "name the bucket",
+		"gs:b":                    "name the bucket",
+		"gs:///p":                 "name the bucket",
+		"s3://AKIA:secret@b/p":    "carries no credentials",
+		"gs://bkt/p?access_id=x":  "takes no query parameters",
+		"s3://bkt/p?aws_secret=x": `"aws_secret" is not one`,
+		"s3://bkt/p#x":            "no #fragment",
+		"gs://bkt/../p":           "no . or ..",
+		"s3://bkt/p/./q":          "no . or ..",
+		"s3://bkt/%zz":            "not a URL",
 	}
 	for raw, want := range bad {
 		_, err := blobstore.Parse(raw)
@@ -305,6 +305,63 @@ func TestParse(t *testing.T) {
 		}
 		if err != nil && strings.Contains(err.Error(), "secret") && strings.Contains(raw, "secret@") {
 			t.Errorf("Parse(%q) repeats the credentials: %v", raw, err)
+		}
+	}
+}
+
+// TestBucketNames: a bucket name each service would refuse is refused
+// when the URL is parsed, saying what is wrong and what is allowed.
+func TestBucketNames(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("a", 63)
+	good := []string{
+		"gs://abc", "gs://" + long, "gs://my_bucket-1", "gs://a.b.c", "gs://" + long + "." + long + "." + long,
+		"s3://abc", "s3://" + long, "s3://my-bucket.example", "s3://amzn-bucket", "s3://evals-111122223333-us-west-2-an",
+	}
+	for _, raw := range good {
+		if _, err := blobstore.Parse(raw + "/p"); err != nil {
+			t.Errorf("Parse(%q) = %v, want nil", raw, err)
+		}
+	}
+	bad := map[string]string{
+		"gs://ab":              "is 2 characters long",
+		"gs://" + long + "a":   "is 64 characters long",
+		"gs://" + long + "a.b": "is 64 characters long",
+		"gs://" + strings.Repeat(long+".", 4) + "a": "is 257 characters long",
+		"gs://My-Bucket":              `upper-case letter 'M'`,
+		"gs://my+bucket":              `the character '+'`,
+		"gs://-bucket":                "start and end with a letter or a digit",
+		"gs://bucket_":                "start and end with a letter or a digit",
+		"gs://192.168.5.4":            "IP address",
+		"gs://goog-results":           `starts with "goog"`,
+		"gs://my-google-runs":         `"google"`,
+		"gs://my-g00gle-runs":         `"google"`,
+		"s3://ab":                     "is 2 characters long",
+		"s3://" + long + "a":          "is 64 characters long",
+		"s3://my_bucket":              `the character '_'`,
+		"s3://a..b":                   "two dots in a row",
+		"s3://10.0.0.1":               "IP address",
+		"s3://xn--bucket":             `starts with "xn--"`,
+		"s3://sthree-bucket":          `starts with "sthree-"`,
+		"s3://amzn-s3-demo-bucket":    `starts with "amzn-s3-demo-"`,
+		"s3://bucket-s3alias":         `ends with "-s3alias"`,
+		"s3://bucket--ol-s3":          `ends with "--ol-s3"`,
+		"s3://bucket.mrap":            `ends with ".mrap"`,
+		"s3://bucket--usw2-az1--x-s3": `ends with "--x-s3"`,
+		"s3://bucket--table-s3":       `ends with "--table-s3"`,
+	}
+	for raw, want := range bad {
+		_, err := blobstore.Parse(raw + "/p")
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%q) = %v, want an error saying %q", raw, err, want)
+			continue
+		}
+		rule := "a GCS bucket name is"
+		if strings.HasPrefix(raw, "s3") {
+			rule = "an S3 bucket name is"
+		}
+		if !strings.Contains(err.Error(), rule) {
+			t.Errorf("Parse(%q) = %v, want it to say what is allowed (%q)", raw, err, rule)
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,15 +24,11 @@ func gradeSetDir(id string) string      { return store.GradeSetsName + "/" + id 
 
 // has says whether any object is under the run's prefix name/.
 func (r *Run) has(ctx context.Context, name string) (bool, error) {
-	it := r.s.bucket.List(&blob.ListOptions{Prefix: r.key(name + "/")})
-	_, err := it.Next(ctx)
-	if err == io.EOF {
-		return false, nil
-	}
+	ok, err := r.s.any(ctx, r.key(name+"/"))
 	if err != nil {
 		return false, r.fail("listing "+name, err)
 	}
-	return true, nil
+	return ok, nil
 }
 
 // gradeSetIDs are the numbers of the run's sets, in order.
@@ -44,19 +39,15 @@ func (r *Run) gradeSetIDs(ctx context.Context) ([]int, error) {
 	} else if ok {
 		seen[1] = true
 	}
-	it := r.s.bucket.List(&blob.ListOptions{Prefix: r.key(store.GradeSetsName + "/"), Delimiter: "/"})
-	for {
-		o, err := it.Next(ctx)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, r.fail("listing grade sets", err)
-		}
+	err := r.s.list(ctx, &blob.ListOptions{Prefix: r.key(store.GradeSetsName + "/"), Delimiter: "/"}, nil, func(o *blob.ListObject) error {
 		base, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, r.key(store.GradeSetsName+"/")), ".json")
 		if n, err := strconv.Atoi(base); ok && !o.IsDir && err == nil && n > 0 && strconv.Itoa(n) == base {
 			seen[n] = true
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, r.fail("listing grade sets", err)
 	}
 	ids := make([]int, 0, len(seen))
 	for n := range seen {

@@ -29,10 +29,10 @@ func (r *Run) Remote() bool { return true }
 // needs.
 func (r *Run) CheckWrite(ctx context.Context) error {
 	name := probesDir + "/" + randomHex(8) + ".probe"
-	if err := r.s.bucket.WriteAll(ctx, r.key(name), []byte("mst\n"), nil); err != nil {
+	if err := r.s.put(ctx, "writing", r.key(name), []byte("mst\n"), nil, nil); err != nil {
 		return r.refused("writing a test object", err)
 	}
-	if err := r.s.bucket.Delete(ctx, r.key(name)); err != nil && code(err) != gcerrors.NotFound {
+	if err := r.s.remove(ctx, r.key(name)); err != nil && code(err) != gcerrors.NotFound {
 		return r.refused("removing a test object", err)
 	}
 	return nil
@@ -114,17 +114,4 @@ func code(err error) gcerrors.ErrorCode {
 		return gcerrors.PermissionDenied
 	}
 	return gcerrors.Code(err)
-}
-
-// exists is Bucket.Exists with code's reading of a refusal: a refused
-// look is an error, not an absence.
-func (s *Store) exists(ctx context.Context, key string) (bool, error) {
-	_, err := s.bucket.Attributes(ctx, key)
-	switch {
-	case err == nil:
-		return true, nil
-	case code(err) == gcerrors.NotFound:
-		return false, nil
-	}
-	return false, err
 }

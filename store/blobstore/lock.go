@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,26 +49,30 @@ func lockName(n int) string { return fmt.Sprintf("%s/%010d.json", locksDir, n) }
 // latestLease returns the number and content of the highest lock object,
 // n = 0 when there is none.
 func (r *Run) latestLease(ctx context.Context) (int, leaseRecord, error) {
-	it := r.s.bucket.List(&blob.ListOptions{Prefix: r.key(locksDir + "/")})
-	n := 0
-	for {
-		o, err := it.Next(ctx)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return 0, leaseRecord{}, r.fail("reading the run's lock", err)
-		}
-		base, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, r.key(locksDir+"/")), ".json")
-		if m, err := strconv.Atoi(base); ok && err == nil && m > n {
-			n = m
-		}
-	}
-	if n == 0 {
-		return 0, leaseRecord{}, nil
+	n, err := r.topLease(ctx, nil)
+	if err != nil || n == 0 {
+		return 0, leaseRecord{}, err
 	}
 	l, err := r.readLease(ctx, n)
 	return n, l, err
+}
+
+// topLease returns the number of the highest lock object, 0 when there is
+// none, its listing bound by limits (nil: the store's).
+func (r *Run) topLease(ctx context.Context, limits *Limits) (int, error) {
+	n := 0
+	dir := r.key(locksDir + "/")
+	err := r.s.list(ctx, &blob.ListOptions{Prefix: dir}, limits, func(o *blob.ListObject) error {
+		base, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, dir), ".json")
+		if m, err := strconv.Atoi(base); ok && err == nil && m > n {
+			n = m
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, r.fail("reading the run's lock", err)
+	}
+	return n, nil
 }
 
 func (r *Run) readLease(ctx context.Context, n int) (leaseRecord, error) {
@@ -84,12 +87,12 @@ func (r *Run) readLease(ctx context.Context, n int) (leaseRecord, error) {
 	return l, nil
 }
 
-func (r *Run) writeLease(ctx context.Context, n int, l leaseRecord, ifNotExist bool) error {
+func (r *Run) writeLease(ctx context.Context, doing string, n int, l leaseRecord, ifNotExist bool, limits *Limits) error {
 	b, err := json.Marshal(l)
 	if err != nil {
 		return err
 	}
-	return r.write(ctx, lockName(n), append(b, '\n'), ifNotExist)
+	return r.writeWithin(ctx, doing, lockName(n), append(b, '\n'), ifNotExist, limits)
 }
 
 // Lock takes the run's lease for owner and keeps it renewed until release
@@ -105,7 +108,7 @@ func (r *Run) Lock(ctx context.Context, owner transcript.Owner) (func() error, e
 	}
 	n++
 	mine := leaseRecord{Owner: owner, Renewed: r.s.now().UTC(), LeaseMs: r.s.lease.Milliseconds()}
-	if err := r.writeLease(ctx, n, mine, true); lost(err) {
+	if err := r.writeLease(ctx, "taking the run's lock", n, mine, true, nil); lost(err) {
 		other, rerr := r.readLease(ctx, n)
 		if rerr != nil {
 			return nil, &store.BusyError{Location: r.Location()}
@@ -115,37 +118,51 @@ func (r *Run) Lock(ctx context.Context, owner transcript.Owner) (func() error, e
 		return nil, r.fail("taking the run's lock", err)
 	}
 	// The lease outlives ctx: a cancelled run still writes how it ended
-	// before it lets the run go.
-	bg := context.WithoutCancel(ctx)
-	stop := make(chan struct{})
+	// before it lets the run go. Each renewal's listing and write must
+	// each end within half the time between renewals, so a store that
+	// stops answering never holds the renewals up (each failure is
+	// reported through the store's OnRetry, and the renewal tried at the
+	// next tick), nor the release: release stops the renewals at once,
+	// mid-listing, but lets a renewal's write end (within its bound), so
+	// that no renewal lands after the release.
+	every := max(r.s.lease/3, time.Millisecond)
+	within := r.s.limits.within(every / 2)
+	renewing, stopRenewing := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		t := time.NewTicker(max(r.s.lease/3, time.Millisecond))
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
-			case <-stop:
+			case <-renewing.Done():
 				return
 			case <-t.C:
 			}
-			if top, _, err := r.latestLease(bg); err == nil && top > n {
+			if top, err := r.topLease(renewing, &within); err == nil && top > n {
 				return // taken over: see the comment at the top
 			}
+			if renewing.Err() != nil {
+				return
+			}
 			mine.Renewed = r.s.now().UTC()
-			r.writeLease(bg, n, mine, false) // a failed renewal is tried at the next tick
+			r.writeLease(context.WithoutCancel(renewing), "renewing the run's lock", n, mine, false, &within) // a failed renewal is tried at the next tick
 		}
 	})
 	var once sync.Once
 	var rerr error
 	return func() error {
 		once.Do(func() {
-			close(stop)
+			stopRenewing()
 			wg.Wait()
-			if top, _, err := r.latestLease(bg); err == nil && top > n {
+			// Letting go is a listing and a write, each within half a
+			// call's time.
+			bg := context.WithoutCancel(ctx)
+			half := r.s.limits.within(r.s.limits.Call / 2)
+			if top, err := r.topLease(bg, &half); err == nil && top > n {
 				return // another holds it now
 			}
 			mine.Released = true
-			if err := r.writeLease(bg, n, mine, false); err != nil {
+			if err := r.writeLease(bg, "releasing the run's lock", n, mine, false, &half); err != nil {
 				rerr = r.fail("releasing the run's lock", err)
 			}
 		})

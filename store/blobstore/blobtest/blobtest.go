@@ -3,7 +3,9 @@
 // on 127.0.0.1 inside the test's process, gone when the test ends. It also
 // puts a proxy in front of either that refuses the requests a test picks
 // the way the cloud refuses an identity without the right role, so a test
-// can play a worker whose credentials may not write.
+// can play a worker whose credentials may not write, and a FaultProxy a
+// test switches at any moment to refuse connections, hang, answer 5xx,
+// cut answers or trickle them, and back (faults.go).
 //
 // Only tests import it. An emulator that cannot start fails the test: it
 // never skips.
@@ -330,44 +332,7 @@ func Writes(r *http.Request) bool {
 // those send.
 func RefuseWrites(t testing.TB, target string, refuse func(r *http.Request) bool) string {
 	t.Helper()
-	var (
-		upstream *url.URL
-		back     func(proxy string) string
-	)
-	switch {
-	case strings.HasPrefix(target, "s3://"):
-		u, err := url.Parse(target)
-		if err != nil {
-			t.Fatalf("blobtest.RefuseWrites: %q is not a URL: %v", target, err)
-		}
-		q := u.Query()
-		if q.Get("endpoint") == "" {
-			t.Fatalf("blobtest.RefuseWrites: %s has no endpoint= to put a proxy in front of", target)
-		}
-		upstream, err = url.Parse(q.Get("endpoint"))
-		if err != nil {
-			t.Fatalf("blobtest.RefuseWrites: the endpoint of %s is not a URL: %v", target, err)
-		}
-		back = func(proxy string) string {
-			q.Set("endpoint", proxy)
-			u.RawQuery = q.Encode()
-			return u.String()
-		}
-	case strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://"):
-		u, err := url.Parse(target)
-		if err != nil {
-			t.Fatalf("blobtest.RefuseWrites: %q is not a URL: %v", target, err)
-		}
-		upstream = u
-		back = func(proxy string) string { return proxy }
-	default:
-		if _, _, err := net.SplitHostPort(target); err != nil {
-			t.Fatalf("blobtest.RefuseWrites: %q is neither HOST:PORT nor an http:// or s3:// URL", target)
-		}
-		upstream = &url.URL{Scheme: "http", Host: target}
-		back = func(proxy string) string { return strings.TrimPrefix(proxy, "http://") }
-	}
-	upstream.Path, upstream.RawPath, upstream.RawQuery = "", "", ""
+	upstream, back := splitTarget(t, "RefuseWrites", target)
 	proxy := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
 		// SetURL also sends the emulator its own address as the Host
 		// header, which fake-gcs-server needs to serve reads.
@@ -423,4 +388,46 @@ func deny(w http.ResponseWriter, r *http.Request) {
 		RefusedS3Identity, action, strings.TrimPrefix(r.URL.Path, "/"), action)))
 	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?>`+"\n"+
 		`<Error><Code>AccessDenied</Code><Message>%s</Message><RequestId>blobtest</RequestId><HostId>blobtest</HostId></Error>`, msg.String())
+}
+
+// splitTarget reads an emulator's address written as a test writes it
+// (HOST:PORT, an http:// URL, an s3:// store URL) for fn: the emulator's
+// base URL, and a function that writes a proxy's address the same way.
+func splitTarget(t testing.TB, fn, target string) (upstream *url.URL, back func(proxy string) string) {
+	t.Helper()
+	switch {
+	case strings.HasPrefix(target, "s3://"):
+		u, err := url.Parse(target)
+		if err != nil {
+			t.Fatalf("blobtest.%s: %q is not a URL: %v", fn, target, err)
+		}
+		q := u.Query()
+		if q.Get("endpoint") == "" {
+			t.Fatalf("blobtest.%s: %s has no endpoint= to put a proxy in front of", fn, target)
+		}
+		upstream, err = url.Parse(q.Get("endpoint"))
+		if err != nil {
+			t.Fatalf("blobtest.%s: the endpoint of %s is not a URL: %v", fn, target, err)
+		}
+		back = func(proxy string) string {
+			q.Set("endpoint", proxy)
+			u.RawQuery = q.Encode()
+			return u.String()
+		}
+	case strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://"):
+		u, err := url.Parse(target)
+		if err != nil {
+			t.Fatalf("blobtest.%s: %q is not a URL: %v", fn, target, err)
+		}
+		upstream = u
+		back = func(proxy string) string { return proxy }
+	default:
+		if _, _, err := net.SplitHostPort(target); err != nil {
+			t.Fatalf("blobtest.%s: %q is neither HOST:PORT nor an http:// or s3:// URL", fn, target)
+		}
+		upstream = &url.URL{Scheme: "http", Host: target}
+		back = func(proxy string) string { return strings.TrimPrefix(proxy, "http://") }
+	}
+	upstream.Path, upstream.RawPath, upstream.RawQuery = "", "", ""
+	return upstream, back
 }
