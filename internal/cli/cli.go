@@ -146,6 +146,7 @@ func MainWith(ctx context.Context, args []string, stdio Stdio, plugins []plugin.
 	}
 	defer stdio.Parts.Close()
 	ctx = grade.WithRegistry(ctx, stdio.Parts.Graders())
+	ctx = withStoreReports(ctx, stdio.Err)
 	ctx = shard.WithPluginVersions(ctx, stdio.Parts.ShardPlugins)
 	root := newRoot(stdio)
 	root.SetArgs(args)

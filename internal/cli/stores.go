@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -72,9 +73,34 @@ const LeaseEnv = "MST_STORE_LEASE"
 // waits a thirtieth.
 const CallEnv = "MST_STORE_CALL"
 
-// blobOptions are the options of the bucket stores MST opens, for eval.
-func blobOptions(eval string) blobstore.Options {
+// storeReports is the context key of where a command reports a bucket
+// store's retries (withStoreReports).
+type storeReports struct{}
+
+// withStoreReports makes the bucket stores opened under ctx report each
+// retry as a line on w ("mst: store not
+// answering (gs://b/p): retry 3 in 4s: connection refused by …"): a
+// person waiting sees what MST waits for.
+func withStoreReports(ctx context.Context, w io.Writer) context.Context {
+	var mu sync.Mutex
+	report := func(r blobstore.Retry) {
+		if r.GaveUp() {
+			return // the call's error says it, where the command reports it
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, "mst: %s\n", r)
+	}
+	return context.WithValue(ctx, storeReports{}, report)
+}
+
+// blobOptions are the options of the bucket stores MST opens under ctx,
+// for eval.
+func blobOptions(ctx context.Context, eval string) blobstore.Options {
 	o := blobstore.Options{Eval: eval}
+	if report, ok := ctx.Value(storeReports{}).(func(blobstore.Retry)); ok {
+		o.OnRetry = report
+	}
 	if d, err := time.ParseDuration(os.Getenv(LeaseEnv)); err == nil && d > 0 {
 		o.Lease = d
 	}
@@ -110,7 +136,7 @@ func resultsStore(ctx context.Context, loc, eval string) (store.Store, error) {
 // blobstore.DefaultOpen) is a mistake in where the user pointed MST, like
 // a malformed URL: exit code 2, before anything starts.
 func openBucketStore(ctx context.Context, u *url.URL, eval string) (*blobstore.Store, error) {
-	s, err := blobstore.Open(ctx, u, blobOptions(eval))
+	s, err := blobstore.Open(ctx, u, blobOptions(ctx, eval))
 	if errors.Is(err, store.ErrUnavailable) {
 		return nil, withCode(ExitUsage, err)
 	}

@@ -51,7 +51,8 @@ func TestResultsStoreUnreachable(t *testing.T) {
 			if took > blobstore.DefaultOpen+5*time.Second {
 				t.Errorf("mst run --results %s took %s to fail, want about %s at most", c.results, took, blobstore.DefaultOpen)
 			}
-			for _, w := range []string{"mst-evals/team", "store not answering", c.want} {
+			// Each retry was said as it happened, before the error.
+			for _, w := range []string{"mst-evals/team", "store not answering", c.want, "mst: store not answering (" + strings.SplitN(c.results, "?", 2)[0] + "): retry 1 in "} {
 				if !strings.Contains(r.stderr, w) {
 					t.Errorf("mst run --results %s said:\n%s\nwant it to say %q", c.results, r.stderr, w)
 				}
