@@ -232,7 +232,7 @@ func serveCoordinator(ctx context.Context, bundle, secretsDir string) error {
 	if err != nil {
 		return err
 	}
-	st, err := blobstore.Open(ctx, u, blobOptions(ctx, spec.Eval))
+	st, err := openBucketStore(ctx, u, spec.Eval)
 	if err != nil {
 		return err
 	}

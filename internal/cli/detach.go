@@ -125,7 +125,7 @@ func detachedRecords(ctx context.Context, loc, evalName string) (*detach.Records
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := blobstore.Open(ctx, u, blobOptions(ctx, evalName))
+	st, err := openBucketStore(ctx, u, evalName)
 	if err != nil {
 		return nil, nil, err
 	}
