@@ -116,10 +116,10 @@ func (p *serverProxy) call(ctx context.Context, offered string, args json.RawMes
 	if real != offered {
 		tc.OfferedAs = offered
 	}
-	done := p.rec.begin(tc)
+	id := p.rec.begin(tc)
 	res, err := p.handle(ctx, &tc, n, gone, real, args)
 	tc.DurationMs = float64(time.Since(start).Microseconds()) / 1000
-	done()
+	p.rec.end(id)
 	switch {
 	case err != nil:
 		tc.Error = err.Error()
@@ -315,24 +315,28 @@ func instance(schema map[string]any, depth int) any {
 type recorder struct {
 	mu      sync.Mutex
 	calls   []transcript.ToolCall
-	pending map[*int]transcript.ToolCall // calls begun and not yet ended
-	failed  string                       // the first failure of a server by itself
+	pending map[int]transcript.ToolCall // calls begun and not yet ended, by begin's id
+	begun   int                         // calls begun so far
+	failed  string                      // the first failure of a server by itself
 }
 
-// begin notes a call in flight until the returned function is called.
-func (r *recorder) begin(tc transcript.ToolCall) func() {
-	key := new(int)
+// begin notes a call in flight until end is called with the id it returns.
+func (r *recorder) begin(tc transcript.ToolCall) int {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.pending == nil {
-		r.pending = map[*int]transcript.ToolCall{}
+		r.pending = map[int]transcript.ToolCall{}
 	}
-	r.pending[key] = tc
+	r.begun++
+	r.pending[r.begun] = tc
+	return r.begun
+}
+
+// end notes that the call begin returned id for came back.
+func (r *recorder) end(id int) {
+	r.mu.Lock()
+	delete(r.pending, id)
 	r.mu.Unlock()
-	return func() {
-		r.mu.Lock()
-		delete(r.pending, key)
-		r.mu.Unlock()
-	}
 }
 
 // inFlight returns the calls begun and not ended, in the order they began.
