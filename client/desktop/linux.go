@@ -48,6 +48,19 @@ func (d *linuxDriver) owned() bool  { return true }
 
 func (d *linuxDriver) close() error { return d.bus.Close() }
 
+// stop ends the app, found on the accessibility bus, when it runs.
+func (d *linuxDriver) stop(ctx context.Context) error {
+	app, _, err := d.window(ctx)
+	if err != nil {
+		return nil // not running
+	}
+	pid, err := app.PID(ctx)
+	if err != nil {
+		return fmt.Errorf("finding the app's process to stop it: %w", err)
+	}
+	return stopProcess(ctx, pid)
+}
+
 // window finds the app and its main window.
 func (d *linuxDriver) window(ctx context.Context) (app, win atspi.Node, err error) {
 	app, err = d.bus.App(ctx, d.prof.App)

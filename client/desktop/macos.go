@@ -86,6 +86,9 @@ func (d *macDriver) ready(ctx context.Context) error  { return nil }
 func (d *macDriver) close() error                     { return nil }
 func (d *macDriver) owned() bool                      { return false }
 
+// stop does nothing: on macOS MST drives the app the person runs.
+func (d *macDriver) stop(ctx context.Context) error { return nil }
+
 func (d *macDriver) converse(ctx context.Context, prompt string, b *budget) (seen, error) {
 	sw := seen{Sent: time.Now()}
 	d.planner.MaxActions = b.max

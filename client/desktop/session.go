@@ -73,6 +73,9 @@ type driver interface {
 	reset(ctx context.Context) error
 	// diagnose describes the app's state now.
 	diagnose(ctx context.Context) map[string]any
+	// stop ends the app MST started (owned mode), when it runs: the last
+	// session of a run calls it, so that nothing MST started outlives it.
+	stop(ctx context.Context) error
 	close() error
 }
 
@@ -411,7 +414,8 @@ func (st *seat) acquire(ctx context.Context) error {
 
 func (st *seat) release() { <-st.sem }
 
-// leave ends s's use of the seat; the last one out restores the settings.
+// leave ends s's use of the seat; the last one out stops the app MST
+// started (owned mode) and restores the settings.
 func (st *seat) leave(s *Session) error {
 	st.sem <- struct{}{}
 	defer st.release()
@@ -422,10 +426,16 @@ func (st *seat) leave(s *Session) error {
 	st.users--
 	last := st.users == 0
 	st.mu.Unlock()
-	if last {
-		return restoreSettings(st.path)
+	if !last {
+		return nil
 	}
-	return nil
+	var errs []error
+	if s.drv.owned() {
+		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout+5*time.Second)
+		errs = append(errs, s.drv.stop(ctx))
+		cancel()
+	}
+	return errors.Join(append(errs, restoreSettings(st.path))...)
 }
 
 // Define completes a desktop app client's definition: MST's proxies in

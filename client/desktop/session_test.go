@@ -439,8 +439,20 @@ func TestStandIn(t *testing.T) {
 		}
 	})
 
+	data, _ := os.ReadFile(f.pidFile)
+	var appPID int
+	fmt.Sscan(string(data), &appPID)
+	if appPID <= 0 || syscall.Kill(appPID, 0) != nil {
+		t.Fatalf("the app MST started (pid file %q) is not running before the last session closes", data)
+	}
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
+	}
+	// The last session out stopped the app MST started: Close returned
+	// only once it had ended (a zombie, not yet reaped by its parent
+	// shell, counts as ended).
+	if alive(appPID) {
+		t.Errorf("the app MST started (pid %d) still runs after the last session closed", appPID)
 	}
 	if got, _ := os.ReadFile(f.settings); string(got) != origSettings {
 		t.Errorf("the managed settings were not put back: %s", got)
@@ -472,4 +484,18 @@ func TestRefusals(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "windw") || !strings.Contains(err.Error(), prof) {
 		t.Fatalf("a profile with a typo: %v", err)
 	}
+}
+
+// alive reports whether process pid runs (exists and is not a zombie).
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name in parentheses: "pid (comm) S …".
+	i := strings.LastIndexByte(string(stat), ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }
