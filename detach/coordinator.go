@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/mst-eval/mst/internal/atomicfile"
 )
 
 // Exit codes of mst that the coordinator tells apart (internal/cli's).
@@ -59,6 +61,10 @@ type Coordinator struct {
 	// LogPath is that file, uploaded whole.
 	Log     io.Writer
 	LogPath string
+	// RunFiles are files the run's id is written to once it is known:
+	// beside the owner files of the coordinator's folders, they let mst
+	// runner cleanup find those folders by the run's id.
+	RunFiles []string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// StopGrace is how long a command gets after its interrupt before it
@@ -98,7 +104,8 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	c.status = Status{
 		ID: s.ID, Eval: s.Eval, Command: s.Command, State: StateRunning,
 		Runner: s.Runner, Machine: s.Machine, Identity: s.Identity, PID: os.Getpid(),
-		Launched: s.Launched, Deadline: s.Deadline, Run: s.Resume,
+		Launched: s.Launched, Deadline: s.Deadline, Run: s.Resume, Results: s.Results,
+		Dir: s.Dir, DirHost: s.DirHost,
 	}
 	if s.Command == CommandGrade {
 		c.status.Phase = PhaseGrade
@@ -116,9 +123,14 @@ func (c *Coordinator) writeStatus(ctx context.Context) error {
 	c.mu.Lock()
 	c.status.Updated = c.now().UTC()
 	c.status.LastLines = c.tail.lines()
-	st := c.status
+	st := c.scrubber().status(c.status)
 	c.mu.Unlock()
 	return c.Records.WriteStatus(ctx, st)
+}
+
+// scrubber takes this machine's paths out of what goes to the store.
+func (c *Coordinator) scrubber() Scrubber {
+	return Scrubber{Bundle: c.Dir, SecretsFile: c.SecretsFile}
 }
 
 func (c *Coordinator) uploadLog(ctx context.Context) error {
@@ -126,7 +138,7 @@ func (c *Coordinator) uploadLog(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.Records.WriteLog(ctx, c.Spec.ID, data)
+	return c.Records.WriteLog(ctx, c.Spec.ID, []byte(c.scrubber().Text(string(data))))
 }
 
 // Run runs the detached run's commands, then ends it: the last status and
@@ -157,14 +169,27 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		defer close(hbDone)
 		hb := time.NewTicker(s.heartbeat())
 		lg := time.NewTicker(s.logEvery())
+		pr := time.NewTicker(min(s.heartbeat(), progressPoll))
 		defer hb.Stop()
 		defer lg.Stop()
+		defer pr.Stop()
 		for {
 			select {
 			case <-hbCtx.Done():
 				return
 			case <-hb.C:
 				beat(hbCtx)
+			case <-pr.C:
+				// A run's id is written as soon as the command reports
+				// it, not at the next heartbeat: a coordinator lost
+				// before then would leave no way to resume the run.
+				if c.readProgress() {
+					ctx, cancel := context.WithTimeout(hbCtx, recordsTimeout)
+					if err := c.writeStatus(ctx); err != nil {
+						c.logf("warning: %v", err)
+					}
+					cancel()
+				}
 			case <-lg.C:
 				ctx, cancel := context.WithTimeout(hbCtx, recordsTimeout)
 				if err := c.uploadLog(ctx); err != nil {
@@ -181,7 +206,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	stopHB()
 	<-hbDone
 	if context.Cause(ctx) == errDeadline && state != StateDone {
-		state, errMsg = StateFailed, fmt.Sprintf("the coordinator reached its deadline (%s); what was collected is kept: finish the run with mst run --resume %s --detach", s.Deadline.Format(time.RFC3339), c.runID())
+		state, errMsg = StateFailed, fmt.Sprintf("the coordinator reached its deadline (%s); what was collected is kept: finish the run with %s", s.Deadline.Format(time.RFC3339), ResumeHint(c.runID(), s.Results))
 	}
 	c.readProgress()
 	end := c.now().UTC()
@@ -280,7 +305,7 @@ func (c *Coordinator) steps(ctx context.Context) (state, errMsg string) {
 			return StateDone, ""
 		}
 		if resumed {
-			return StateFailed, fmt.Sprintf("the run is still partial after a resume; finish it with mst run --resume %s --detach", c.runID())
+			return StateFailed, fmt.Sprintf("the run is still partial after a resume; finish it with %s", ResumeHint(c.runID(), s.Results))
 		}
 		return StateFailed, "the run is partial"
 	default:
@@ -518,18 +543,30 @@ func (c *Coordinator) interrupt() {
 	}()
 }
 
-// readProgress takes the counts the command under way reported.
-func (c *Coordinator) readProgress() {
+// progressPoll is how often the coordinator looks at the progress file
+// for a run's id or a grade set not yet in its status.
+const progressPoll = time.Second
+
+// readProgress takes the counts the command under way reported, and says
+// whether it named a run or a grade set the status did not have.
+func (c *Coordinator) readProgress() (named bool) {
 	data, err := os.ReadFile(filepath.Join(c.Dir, ProgressFile))
 	if err != nil {
-		return
+		return false
 	}
 	var p Progress
 	if json.Unmarshal(data, &p) != nil {
-		return
+		return false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	named = (p.Run != "" && p.Run != c.status.Run) || (p.GradeSet != "" && p.GradeSet != c.status.GradeSet)
+	if p.Run != "" && p.Run != c.status.Run {
+		for _, f := range c.RunFiles {
+			// A folder that is gone needs no note.
+			atomicfile.Write(f, []byte(p.Run+"\n"))
+		}
+	}
 	if p.Run != "" {
 		c.status.Run = p.Run
 	}
@@ -540,6 +577,7 @@ func (c *Coordinator) readProgress() {
 		c.status.GradeSet = p.GradeSet
 	}
 	c.status.Planned, c.status.Collected, c.status.Graded = p.Planned, p.Collected, p.Graded
+	return named
 }
 
 // tailLines keeps the last lines written to it.

@@ -282,3 +282,83 @@ func runToEnd(t *testing.T, co *detach.Coordinator, r *detach.Records) detach.St
 	}
 	return s
 }
+
+// TestCoordinatorRecordsRunAtOnce: the run's id reaches the store as soon
+// as the command reports it, long before the next heartbeat (an hour
+// away), so a coordinator lost early still says which run to resume; the
+// hint of a run still partial after its resume is a whole command.
+func TestCoordinatorRecordsRunAtOnce(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "go-on")
+	spec := detach.Spec{Command: detach.CommandRun, Runner: "docker", Heartbeat: detach.Duration(time.Hour)}
+	co, r := coordinatorWith(t, spec, records(t), dir, fmt.Sprintf("while [ ! -e '%s' ]; do sleep 0.05; done", gate), 3, 3)
+	if err := co.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- co.Run(ctx) }()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		s, err := r.ReadStatus(ctx, co.Spec.ID)
+		if err == nil && s.Run == "the-run" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a minute after the command reported its run, the status names run %q", s.Run)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	os.WriteFile(gate, nil, 0o600)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	s, _ := r.ReadStatus(ctx, co.Spec.ID)
+	want := "mst run --resume the-run --results mem://bucket/team --secrets-file YOUR-SECRETS-FILE --detach"
+	if s.State != detach.StateFailed || !strings.Contains(s.Error, want) || !strings.Contains(s.Error, "not kept anywhere") || s.Results != "mem://bucket/team" {
+		t.Errorf("status = %s, %q (results %q); want failed, saying %q", s.State, s.Error, s.Results, want)
+	}
+}
+
+// TestCoordinatorScrubsPaths: whatever the commands print, and whatever
+// error ends the run, the status and log in the store never quote the
+// coordinator machine's paths (its private secrets file in /dev/shm, its
+// bundle folder); they name them by what they are.
+func TestCoordinatorScrubsPaths(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		first string
+		// broken makes the fake mst a file that cannot run.
+		broken bool
+	}{
+		{"a command prints the paths", `echo "error: $*"; echo "open /dev/shm/mst-secrets-123/secrets.env: denied" >&2; exit 1`, false},
+		{"the command cannot start", "", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			spec := detach.Spec{Command: detach.CommandRun, Runner: "docker", Heartbeat: detach.Duration(10 * time.Millisecond)}
+			co, r := coordinatorWith(t, spec, records(t), dir, c.first, 1)
+			if c.broken {
+				os.Chmod(co.Spec.MST[0], 0o600)
+			}
+			s := runToEnd(t, co, r)
+			if s.State != detach.StateFailed {
+				t.Fatalf("state %s, want failed", s.State)
+			}
+			log, err := r.ReadLog(ctx, co.Spec.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored := fmt.Sprintf("%s\n%q\n%q\n%s", s.Error, s.Commands, s.LastLines, log)
+			for _, p := range []string{"/dev/shm", dir} {
+				if strings.Contains(stored, p) {
+					t.Errorf("the store quotes the coordinator machine's %s:\n%s", p, stored)
+				}
+			}
+			if !strings.Contains(stored, detach.SecretsFileText) && !strings.Contains(stored, detach.BundleText) {
+				t.Errorf("the store does not say what the paths were:\n%s", stored)
+			}
+		})
+	}
+}

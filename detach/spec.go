@@ -88,6 +88,10 @@ type Spec struct {
 	// (connector servers).
 	Store        string   `json:"store,omitempty"`
 	StoreOptions []string `json:"storeOptions,omitempty"`
+	// Dir and DirHost are the runner's dir option, made absolute, and
+	// the machine it is on (Status.Dir).
+	Dir     string `json:"dir,omitempty"`
+	DirHost string `json:"dirHost,omitempty"`
 	// Secrets lists the names of the secrets the coordinator gets on its
 	// stdin (not their values), so it can tell a stdin that lost some.
 	Secrets []string `json:"secrets,omitempty"`

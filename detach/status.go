@@ -64,9 +64,14 @@ type Status struct {
 	// is the grade set a regrade made.
 	Run         string `json:"run,omitempty"`
 	RunLocation string `json:"runLocation,omitempty"`
-	GradeSet    string `json:"gradeSet,omitempty"`
-	// Planned, Collected and Graded count the trials of the command under
-	// way, as it reports them.
+	// Results is the result store's URL, as the run was launched with:
+	// a resume hint names it.
+	Results  string `json:"results,omitempty"`
+	GradeSet string `json:"gradeSet,omitempty"`
+	// Planned and Collected count the whole run's trials across its steps
+	// (collect, resume): planned, and stored so far; Graded the trials
+	// graded, by the grade step when there is one. The command under way
+	// reports them.
 	Planned   int `json:"planned"`
 	Collected int `json:"collected"`
 	Graded    int `json:"graded"`
@@ -74,6 +79,11 @@ type Status struct {
 	// says why the run failed.
 	ExitCode *int   `json:"exitCode,omitempty"`
 	Error    string `json:"error,omitempty"`
+	// Dir is the runner's dir option made absolute, on the machine
+	// DirHost names: the folder the run's machines are made in, which no
+	// two live runs may share.
+	Dir     string `json:"dir,omitempty"`
+	DirHost string `json:"dirHost,omitempty"`
 	// Cancelling is set once the cancel marker was seen.
 	Cancelling bool `json:"cancelling,omitempty"`
 	// Commands are the commands run so far, without the secrets file's
@@ -81,6 +91,45 @@ type Status struct {
 	Commands []string `json:"commands,omitempty"`
 	// LastLines are the last lines of the coordinator's output.
 	LastLines []string `json:"lastLines,omitempty"`
+}
+
+// Live says the run's coordinator is, as far as its status tells, still
+// at work at now: neither ended nor lost.
+func (s Status) Live(now time.Time) bool {
+	st := s.Shown(now)
+	return st == StateStarting || st == StateRunning
+}
+
+// ResumeHint is the command that finishes the run of a detached run on
+// a new coordinator machine, whole, as it can be pasted: the run's id
+// ("RUN" while unknown), the result store, and a placeholder for the
+// secrets file, which the launching machine gave and nothing keeps.
+func (s Status) ResumeHint() string {
+	run := s.Run
+	if run == "" {
+		run = "RUN"
+	}
+	results := s.Results
+	if results == "" {
+		results = "STORE-URL"
+	}
+	return ResumeHint(run, results)
+}
+
+// ResumeHint is mst run --resume run --results results --secrets-file
+// YOUR-SECRETS-FILE --detach, followed by a sentence saying why the
+// secrets file must be named again.
+func ResumeHint(run, results string) string {
+	return fmt.Sprintf("mst run --resume %s --results %s --secrets-file YOUR-SECRETS-FILE --detach (the secrets file is not kept anywhere: give yours again)", quote(run), quote(results))
+}
+
+// quote quotes s for a POSIX shell when it holds anything a shell treats
+// specially.
+func quote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // Ended says the run has ended, one way or another.

@@ -143,12 +143,26 @@ func SweepFolders(ctx context.Context) []string {
 	return removed
 }
 
+// CoordinatorRunFile is a file that a detached run's coordinator writes,
+// in its folders (the machine's WorkDir, its private secrets folder), once
+// it learns the id of the run it makes: their owner file names the
+// detached run, and this file the run, so that mst runner cleanup finds
+// them by either id.
+const CoordinatorRunFile = ".mst-coordinator-run"
+
 // folderLeftover is dir as a leftover, when its owner file names a process
-// that has ended (of run runID, unless that is "").
+// that has ended (of run runID, unless that is "": the run its owner file
+// names, or the one its CoordinatorRunFile names).
 func folderLeftover(dir, what, runID string) (Leftover, bool) {
 	o, err := proctree.ReadOwner(dir)
-	if err != nil || o.Alive() || (runID != "" && o.Run != runID) {
+	if err != nil || o.Alive() {
 		return Leftover{}, false
+	}
+	if runID != "" && o.Run != runID {
+		made, err := os.ReadFile(filepath.Join(dir, CoordinatorRunFile))
+		if err != nil || strings.TrimSpace(string(made)) != runID {
+			return Leftover{}, false
+		}
 	}
 	return Leftover{ID: dir, Run: o.Run, Shard: -1, Detail: fmt.Sprintf("%s, of process %d, which has ended", what, o.PID)}, true
 }

@@ -54,6 +54,14 @@ func ProcessesDefinition() *Definition {
 			}
 			var out []Leftover
 			for _, e := range entries {
+				// A detached run's coordinator folder in dir (see
+				// processesCoordinator), whose coordinator has ended.
+				if e.IsDir() && strings.HasPrefix(e.Name(), "coordinator-") {
+					if l, ok := folderLeftover(filepath.Join(dir, e.Name()), "a detached run's coordinator folder (processes runner)", runID); ok {
+						out = append(out, l)
+					}
+					continue
+				}
 				if e.IsDir() && strings.HasPrefix(e.Name(), "shard-") {
 					if l, ok := folderLeftover(filepath.Join(dir, e.Name()), "a processes runner's shard folder", runID); ok {
 						if n, err := strconv.Atoi(strings.TrimPrefix(e.Name(), "shard-")); err == nil {

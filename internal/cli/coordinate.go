@@ -240,6 +240,11 @@ func serveCoordinator(ctx context.Context, bundle, secretsDir string) error {
 		Spec: spec, Dir: bundle, Records: detach.NewRecords(st, spec.Eval),
 		Env: os.Environ(), Log: os.Stdout, LogPath: filepath.Join(bundle, detach.LogFile),
 	}
+	for _, dir := range []string{spec.WorkDir, secretsDir} {
+		if dir != "" {
+			c.RunFiles = append(c.RunFiles, filepath.Join(dir, runner.CoordinatorRunFile))
+		}
+	}
 	if secretsDir != "" {
 		c.SecretsFile = filepath.Join(secretsDir, secretsName)
 		set, err := secrets.Load(c.SecretsFile)

@@ -179,6 +179,31 @@ func coordinatorDeadline(f detachFlags, runDeadline time.Duration) time.Duration
 	return runner.DefaultCoordinatorDeadline
 }
 
+// refuseSharedDir refuses a launch whose runner's dir option names the
+// folder of a live detached run of the eval on the same runner and
+// machine: the two would share their machines' folders, and the second's
+// coordinator would be refused there, long after this launch returned.
+// It records the dir in s for the launches after it.
+func refuseSharedDir(ctx context.Context, l detachLaunch, s *detach.Spec, now time.Time) error {
+	dir := l.options["dir"]
+	if dir == "" {
+		return nil
+	}
+	s.Dir = absPath(dir)
+	s.DirHost, _ = os.Hostname()
+	list, _, err := l.records.List(ctx)
+	if err != nil {
+		return fmt.Errorf("--detach: reading the eval's detached runs, to learn whether one uses the dir %s: %w", s.Dir, err)
+	}
+	for _, o := range list {
+		if o.Runner == s.Runner && o.Dir == s.Dir && o.DirHost == s.DirHost && o.Live(now) {
+			return withCode(ExitUsage, fmt.Errorf("--detach: the runner %s's dir %s is in use by the detached run %s (%s, launched %s): two runs in one dir would share their folders; give this run another with --runner-option dir=ANOTHER-FOLDER, leave dir unset for a new temporary folder, or wait until mst runs watch %s shows it ended",
+				s.Runner, s.Dir, o.ID, o.Shown(now), o.Launched.Local().Format(time.RFC3339), shortID(o.ID)))
+		}
+	}
+	return nil
+}
+
 // launchDetached makes the bundle, the coordinator machine, and starts the
 // coordinator there; it prints the detached run's id once the coordinator
 // has written its first status.
@@ -191,6 +216,9 @@ func launchDetached(ctx context.Context, stdout, stderr io.Writer, l detachLaunc
 	s.Deadline = now.Add(life)
 	s.Heartbeat, s.LogEvery = detach.Duration(l.flags.heartbeat), detach.Duration(l.flags.logEvery)
 	s.Secrets = l.secretNames
+	if err := refuseSharedDir(ctx, l, s, now); err != nil {
+		return err
+	}
 
 	bundle, err := runner.TempFolder("mst-detach-", s.ID)
 	if err != nil {
@@ -232,13 +260,16 @@ func launchDetached(ctx context.Context, stdout, stderr io.Writer, l detachLaunc
 		secretsLine = []byte("{}")
 	}
 
-	status := detach.Status{ID: s.ID, Eval: s.Eval, Command: s.Command, State: detach.StateStarting, Runner: s.Runner, Launched: now, Deadline: s.Deadline, Run: s.Resume}
+	status := detach.Status{ID: s.ID, Eval: s.Eval, Command: s.Command, State: detach.StateStarting, Runner: s.Runner, Launched: now, Deadline: s.Deadline, Run: s.Resume, Results: s.Results, Dir: s.Dir, DirHost: s.DirHost}
 	status.Updated = now
 	if err := l.records.WriteStatus(ctx, status); err != nil {
 		return fmt.Errorf("--detach: the result store must take the detached run's status before any machine is made: %w", err)
 	}
+	// remote is the bundle's folder on the coordinator machine, once
+	// known: the status in the store names it by what it is.
+	var remote string
 	failed := func(cause error) error {
-		status.State, status.Error, status.Updated = detach.StateFailed, cause.Error(), time.Now().UTC()
+		status.State, status.Error, status.Updated = detach.StateFailed, detach.Scrubber{Bundle: remote}.Text(cause.Error()), time.Now().UTC()
 		end := status.Updated
 		status.Ended = &end
 		l.records.WriteStatus(context.WithoutCancel(ctx), status)
@@ -274,7 +305,7 @@ func launchDetached(ctx context.Context, stdout, stderr io.Writer, l detachLaunc
 	if err := detach.WriteSpec(bundle, s); err != nil {
 		return failed(err)
 	}
-	remote := path.Join(m.WorkDir(), "detached", s.ID)
+	remote = path.Join(m.WorkDir(), "detached", s.ID)
 	if err := m.CopyTo(ctx, bundle, remote); err != nil {
 		return failed(fmt.Errorf("--detach: copying the coordinator bundle to %s: %w", m.ID(), err))
 	}
@@ -339,11 +370,25 @@ func newFileProgress(inner run.Progress, path string, grading bool) *fileProgres
 	return &fileProgress{Progress: inner, path: path, grading: grading}
 }
 
+// Start counts the whole run's trials, not only this step's: a resume
+// (total trials to run) starts with the run's planned trials and those
+// stored by the steps before it, and mst grade with the trials the run
+// has stored, so that mst runs shows one count across a detached run's
+// steps. A stored trial of a run that grades as it collects counts as
+// graded.
 func (f *fileProgress) Start(r transcript.Run, total int) {
 	f.Progress.Start(r, total)
 	f.mu.Lock()
-	f.p.Run, f.p.Planned = r.ID, total
-	f.p.Collected, f.p.Graded = 0, 0
+	f.p.Run = r.ID
+	planned := max(r.Counts.Planned, total)
+	if f.grading {
+		f.p.Planned, f.p.Collected, f.p.Graded = total, max(r.Counts.Planned-r.Counts.Missing, 0), 0
+	} else {
+		f.p.Planned, f.p.Collected, f.p.Graded = planned, planned-total, 0
+		if !r.NoGrade {
+			f.p.Graded = f.p.Collected
+		}
+	}
 	f.writeLocked(true)
 	f.mu.Unlock()
 }

@@ -317,6 +317,37 @@ func (d *detached) noCanary() {
 	}
 }
 
+// bundleOf is the bundle folder of the coordinator machine of a running
+// status: where its detach.json is.
+func (d *detached) bundleOf(status map[string]any) string {
+	d.t.Helper()
+	for p := range d.w.files(d.t, status) {
+		if filepath.Base(p) == "detach.json" {
+			return filepath.Dir(p)
+		}
+	}
+	d.t.Fatalf("the coordinator machine of %v holds no detach.json", status["id"])
+	return ""
+}
+
+// noMachinePaths checks that no object of the bucket quotes the
+// coordinator machine's paths: its private secrets in /dev/shm, or its
+// bundle folder.
+func (d *detached) noMachinePaths(bundle string) {
+	d.t.Helper()
+	for _, k := range listKeys(d.t, d.bucket, "") {
+		data, err := d.bucket.ReadAll(d.t.Context(), k)
+		if err != nil {
+			d.t.Fatal(err)
+		}
+		for _, p := range []string{"/dev/shm", bundle} {
+			if bytes.Contains(data, []byte(p)) {
+				d.t.Errorf("the bucket's %s quotes the coordinator machine's %s", k, p)
+			}
+		}
+	}
+}
+
 var quickCases = map[string]string{
 	"a":                     "Please echo 'one' back to me",
 	"über-🦉":                "Please echo 'two' back to me",
@@ -505,6 +536,7 @@ func testDetachLost(t *testing.T, w *detachWorld) {
 	s := d.waitStatus(id, "one trial collected and the slow one in flight", func(s map[string]any) bool {
 		return s["collected"] == 1.0 && d.inFlight() && s["run"] != nil
 	})
+	bundle := d.bundleOf(s)
 	w.kill(t, s)
 	run := s["run"].(string)
 	// Let the slow trial finish on the resume.
@@ -522,16 +554,20 @@ func testDetachLost(t *testing.T, w *detachWorld) {
 	var stdout, stderr bytes.Buffer
 	later := func() time.Time { return updated.Add(6 * time.Minute) }
 	code := cli.Main(t.Context(), []string{"runs", "watch", id, "-c", d.eval, "--results", d.results, "--interval", "10ms"}, cli.Stdio{Out: &stdout, Err: &stderr, Env: os.Environ(), Now: later})
-	if code != int(cli.ExitPartial) || !strings.Contains(stdout.String(), "mst run --resume "+run+" --detach") {
-		t.Errorf("mst runs watch of a lost run exited %d:\n%s\n%s", code, stdout.String(), stderr.String())
+	hint := "mst run --resume " + run + " --results " + d.results + " --secrets-file YOUR-SECRETS-FILE --detach"
+	if code != int(cli.ExitPartial) || !strings.Contains(stdout.String(), hint) || !strings.Contains(stderr.String(), hint) || !strings.Contains(stdout.String(), "not kept anywhere") {
+		t.Fatalf("mst runs watch of a lost run exited %d, want %d with the hint %q:\n%s\n%s", code, cli.ExitPartial, hint, stdout.String(), stderr.String())
 	}
+	// The hint, pasted with a real secrets file, is the command that
+	// finishes the run.
+	pasted := strings.Fields(strings.ReplaceAll(hint, "YOUR-SECRETS-FILE", d.secrets))[1:]
 
 	// The lock the killed mst run held lapses after its lease; until then
 	// the resume is refused as busy, and says so.
 	var again string
 	deadline := time.Now().Add(time.Minute)
 	for {
-		args := []string{"run", "--resume", run, "--results", d.results, "--detach", "--secrets-file", d.secrets, "--detach-heartbeat", "200ms"}
+		args := append(append([]string(nil), pasted...), "--detach-heartbeat", "200ms")
 		r := d.mst(args...)
 		if r.code == 0 {
 			again = strings.TrimSpace(r.stdout)
@@ -554,6 +590,7 @@ func testDetachLost(t *testing.T, w *detachWorld) {
 		t.Errorf("the resumed run's counts = %v; want 2 planned and answered", c)
 	}
 	d.noCanary()
+	d.noMachinePaths(bundle)
 }
 
 // TestDetachRefusals: what a detached run cannot have is refused before
@@ -669,4 +706,115 @@ func TestDetachGrade(t *testing.T) {
 		t.Errorf("the detached grade's status = %v; want done, grade set 2 of run %s, 6 graded", g, run)
 	}
 	d.noCanary()
+}
+
+// TestDetachResumedCounts kills the worker of a detached run while its
+// slow trial is in flight: the first mst run ends partial, the coordinator
+// resumes it by itself, and mst runs status and list count the whole
+// run's trials across both steps (2 of 2), not the resume's own (1 of 1).
+func TestDetachResumedCounts(t *testing.T) {
+	cases := map[string]string{"a": quickCases["a"], "slow": "sleep for 600 seconds please"}
+	d := newDetached(t, cases, []string{"a", "slow"})
+	shards := t.TempDir()
+	id := d.launch("run", d.eval, "--results", d.results, "--variant", "v", "--runner", "processes", "--runner-option", "dir="+shards)
+	running := d.waitStatus(id, "one trial collected and the slow one in flight", func(s map[string]any) bool {
+		return s["collected"] == 1.0 && d.inFlight()
+	})
+	bundle := d.bundleOf(running)
+	killTree(workerPID(t, filepath.Join(shards, "shard-0")))
+	// The resume's slow trial ends at once (the killed one could not).
+	os.WriteFile(filepath.Join(d.marks, testserver.WakeFile), nil, 0o600)
+	if w := d.watch(id); w.code != 0 {
+		t.Fatalf("mst runs watch exited %d\n%s\n%s", w.code, w.stdout, w.stderr)
+	}
+	s := d.status(id, time.Time{})
+	cmds, _ := s["commands"].([]any)
+	if s["state"] != "done" || s["phase"] != "resume" || len(cmds) != 2 || s["planned"] != 2.0 || s["collected"] != 2.0 || s["graded"] != 2.0 {
+		t.Errorf("status = %v; want done after a collect and a resume, 2 of 2 collected and graded", s)
+	}
+	list := runCLI(t, "runs", "list", "-c", d.eval, "--results", d.results)
+	if list.code != 0 || !strings.Contains(list.stdout, "2/2") {
+		t.Errorf("mst runs list exited %d, want the run's 2/2:\n%s\n%s", list.code, list.stdout, list.stderr)
+	}
+	st := runCLI(t, "runs", "status", id, "-c", d.eval, "--results", d.results)
+	if !strings.Contains(st.stdout, "2 collected, 2 graded, of 2") {
+		t.Errorf("mst runs status does not count the whole run:\n%s", st.stdout)
+	}
+	d.noMachinePaths(bundle)
+}
+
+// TestDetachSharedDir: while a detached run on the processes runner uses
+// a dir, a second launch with the same dir is refused at once (exit 2),
+// naming the first and how to pick another folder, before it writes any
+// record or makes any machine; once the first has ended, the dir is free.
+func TestDetachSharedDir(t *testing.T) {
+	cases := map[string]string{"a": quickCases["a"], "slow": "sleep for 600 seconds please"}
+	d := newDetached(t, cases, []string{"a", "slow"})
+	shards := t.TempDir()
+	args := []string{"run", d.eval, "--results", d.results, "--variant", "v", "--runner", "processes", "--runner-option", "dir=" + shards}
+	first := d.launch(args...)
+	d.waitStatus(first, "the slow trial in flight", func(s map[string]any) bool { return d.inFlight() })
+	r := d.mst(append(args, "--detach", "--secrets-file", d.secrets)...)
+	if r.code != int(cli.ExitUsage) || !strings.Contains(r.stderr, "in use by the detached run "+first) || !strings.Contains(r.stderr, "--runner-option dir=ANOTHER-FOLDER") {
+		t.Errorf("a second launch in the dir %s exited %d, want %d naming %s:\n%s", shards, r.code, cli.ExitUsage, first, r.stderr)
+	}
+	if keys := listKeys(t, d.bucket, "team/detached/detached/"); len(keys) > 0 {
+		for _, k := range keys {
+			if !strings.Contains(k, first) {
+				t.Errorf("the refused launch left a record: %s", k)
+			}
+		}
+	}
+	os.WriteFile(filepath.Join(d.marks, testserver.WakeFile), nil, 0o600)
+	if w := d.watch(first); w.code != 0 {
+		t.Fatalf("mst runs watch of the first run exited %d\n%s\n%s", w.code, w.stdout, w.stderr)
+	}
+	second := d.launch(args...)
+	if w := d.watch(second); w.code != 0 {
+		t.Fatalf("mst runs watch of the run launched once the dir was free exited %d\n%s\n%s", w.code, w.stdout, w.stderr)
+	}
+}
+
+// TestDetachCleanupKilledCoordinator kills two detached runs'
+// coordinators mid-run, as a machine that dies: mst runner cleanup finds
+// and removes each one's folder (its bundle, config, datasets and log),
+// by the run's id for one (in the temporary folder), by the detached
+// run's id for the other (in the runner's dir).
+func TestDetachCleanupKilledCoordinator(t *testing.T) {
+	cases := map[string]string{"a": quickCases["a"], "slow": "sleep for 600 seconds please"}
+	for _, byRun := range []bool{true, false} {
+		name := map[bool]string{true: "by run id", false: "by detached id"}[byRun]
+		t.Run(name, func(t *testing.T) {
+			d := newDetached(t, cases, []string{"a", "slow"})
+			args := []string{"run", d.eval, "--results", d.results, "--variant", "v", "--runner", "processes"}
+			shards := t.TempDir()
+			if !byRun {
+				args = append(args, "--runner-option", "dir="+shards)
+			}
+			id := d.launch(args...)
+			s := d.waitStatus(id, "the run named and the slow trial in flight", func(s map[string]any) bool { return s["run"] != nil && d.inFlight() })
+			machine := s["machine"].(string)
+			bundle := d.bundleOf(s)
+			for _, f := range []string{"detach.json", "datasets.json", "eval.yaml", "log.txt"} {
+				if _, err := os.Stat(filepath.Join(bundle, f)); err != nil {
+					t.Fatalf("the coordinator's bundle lacks %s: %v", f, err)
+				}
+			}
+			d.w.kill(t, s)
+			d.waitGone(int(s["pid"].(float64)))
+			cleanup := []string{"runner", "cleanup", id}
+			if byRun {
+				cleanup = []string{"runner", "cleanup", s["run"].(string)}
+			} else {
+				cleanup = append(cleanup, "--runner", "processes", "--runner-option", "dir="+shards)
+			}
+			r := runCLI(t, cleanup...)
+			if r.code != 0 || !strings.Contains(r.stdout, machine) {
+				t.Errorf("mst %v exited %d without listing the coordinator's folder %s:\n%s\n%s", cleanup, r.code, machine, r.stdout, r.stderr)
+			}
+			if _, err := os.Stat(machine); !os.IsNotExist(err) {
+				t.Errorf("the killed coordinator's folder %s is still there after mst %v (%v)", machine, cleanup, err)
+			}
+		})
+	}
 }

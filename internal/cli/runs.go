@@ -52,8 +52,10 @@ Each takes the eval config (-c) and --results as the run was launched. A
 detached run is named by its id, or by its last six characters.
 
 A run whose coordinator has not written its status for five minutes shows as
-lost: its machine died or lost the network. mst run --resume RUN --detach
-finishes its run on a new coordinator machine.`,
+lost: its machine died or lost the network.
+mst run --resume RUN --results STORE-URL --secrets-file YOUR-SECRETS-FILE --detach
+finishes its run on a new coordinator machine (the secrets file is not kept
+anywhere: give yours again).`,
 		Example: `  mst runs list -c eval.yaml --results gs://my-bucket/mst
   mst runs watch 4f2a9c -c eval.yaml --results gs://my-bucket/mst
   mst runs logs 4f2a9c -c eval.yaml --results gs://my-bucket/mst
@@ -253,7 +255,7 @@ func writeStatus(w io.Writer, s detach.Status, now time.Time, recs *detach.Recor
 		fmt.Fprintf(w, "  error      %s\n", s.Error)
 	}
 	if s.Shown(now) == detach.StateLost {
-		fmt.Fprintf(w, "  the coordinator has not written its status since %s: its machine is gone or cut off.\n  Finish the run on a new coordinator machine with: mst run --resume %s --detach\n", s.Updated.Local().Format(time.RFC3339), orDash(s.Run))
+		fmt.Fprintf(w, "  the coordinator has not written its status since %s: its machine is gone or cut off.\n  Finish the run on a new coordinator machine with: %s\n", s.Updated.Local().Format(time.RFC3339), s.ResumeHint())
 	}
 	if len(s.LastLines) > 0 {
 		fmt.Fprintln(w, "  last lines:")
@@ -274,7 +276,8 @@ then its status once it has ended.
 
 Exit codes: the run's own (0, 4, 5 as mst run gives them) when it is done; 1
 when it failed; 3 when it was cancelled or its coordinator is lost (what was
-collected is kept: mst run --resume RUN --detach finishes it).`,
+collected is kept: mst run --resume RUN --results STORE-URL --secrets-file
+YOUR-SECRETS-FILE --detach finishes it).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -351,7 +354,7 @@ func watchExit(s detach.Status, state string) error {
 	case detach.StateCancelled:
 		return withCode(ExitPartial, fmt.Errorf("the detached run %s was cancelled; what was collected is kept in run %s", s.ID, orDash(s.Run)))
 	}
-	return withCode(ExitPartial, fmt.Errorf("the coordinator of %s is lost; finish its run with mst run --resume %s --detach", s.ID, orDash(s.Run)))
+	return withCode(ExitPartial, fmt.Errorf("the coordinator of %s is lost; finish its run with %s", s.ID, s.ResumeHint()))
 }
 
 func newRunsLogsCmd(stdio Stdio) *cobra.Command {
@@ -402,7 +405,7 @@ func newRunsCancelCmd(stdio Stdio) *cobra.Command {
 			}
 			fmt.Fprintf(stdio.Err, "asked %s to stop: its coordinator sees it at its next heartbeat (every 30 s), interrupts the command under way and keeps what was collected; mst runs watch %s shows it end\n", id, shortID(id))
 			if s.Shown(stdio.now()) == detach.StateLost {
-				fmt.Fprintf(stdio.Err, "mst: warning: its coordinator is lost, so nothing may read the request; mst run --resume %s --detach finishes the run instead\n", orDash(s.Run))
+				fmt.Fprintf(stdio.Err, "mst: warning: its coordinator is lost, so nothing may read the request; %s finishes the run instead\n", s.ResumeHint())
 			}
 			return nil
 		},
