@@ -88,6 +88,11 @@ type Options struct {
 	// Started, when set, is called once the run's first record is stored,
 	// with the run and its store: from then on a resume can finish it.
 	Started func(st store.Run, rec transcript.Run)
+	// OutageLimit is how long the run goes on while its store keeps none
+	// of its trials' transcripts (at least 3 in a row): then it stops, as
+	// partial, rather than run trials it cannot keep. Zero means
+	// DefaultOutageLimit.
+	OutageLimit time.Duration
 	// CleanupGrace, when positive, bounds what the run still does with
 	// its store after an interrupt (ctx cancelled without another cause):
 	// reading its trials back and writing its record. What is not done by
@@ -228,6 +233,10 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	}
 	todo := p.todo()
 	col := &collector{st: st, plan: p, progress: o.Progress, logger: o.Logger, grading: p.grading(o)}
+	col.outage = &outage{location: st.Location(), limit: o.OutageLimit, now: now, stop: stop}
+	if col.outage.limit <= 0 {
+		col.outage.limit = DefaultOutageLimit
+	}
 	if o.GradeOn != nil {
 		// Graded on the runner once collected: nothing is graded here,
 		// and no judge runs here.
@@ -272,7 +281,8 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 	// so the run's record and grades are whole, unless the store takes
 	// longer than CleanupGrace after an interrupt: a person is waiting,
 	// and what is stored is kept for a resume anyway.
-	byPerson := interrupted && errors.Is(context.Cause(ctx), context.Canceled)
+	runCause := context.Cause(ctx)
+	byPerson := interrupted && errors.Is(runCause, context.Canceled)
 	ctx = context.WithoutCancel(ctx)
 	if byPerson && o.CleanupGrace > 0 {
 		var cancel context.CancelFunc
@@ -298,6 +308,9 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 		// store is back.
 		if errors.Is(context.Cause(ctx), ErrCleanupGrace) {
 			return &Outcome{Store: st, Run: rec}, fmt.Errorf("interrupted, and %s (%s): %w", ErrCleanupGrace, o.CleanupGrace, err)
+		}
+		if outage, ok := errors.AsType[*StoreOutageError](runCause); ok {
+			return &Outcome{Store: st, Run: rec}, fmt.Errorf("%w; reading the run back from its store failed too: %w", outage, err)
 		}
 		return &Outcome{Store: st, Run: rec}, fmt.Errorf("reading the run back from its store: %w", err)
 	}
@@ -608,6 +621,10 @@ type collector struct {
 	stop *StopGate // the coordinator's gate, fed here (stop.go)
 
 	traces *traces.Exporter // exports each trial's spans; nil: none
+
+	// outage stops the run when its store keeps no transcript for too
+	// long (outage.go); nil: never.
+	outage *outage
 }
 
 func (c *collector) Trial(shardIndex int, m *shard.Trial, data []byte) {
@@ -617,8 +634,12 @@ func (c *collector) Trial(shardIndex int, m *shard.Trial, data []byte) {
 		// The trial stays missing; how it ended counted towards stopping
 		// its variant when it was reported (Reported).
 		c.logger.Warn("a trial's transcript could not be stored; it stays missing", "shard", shardIndex, "trial", m.Key.String(), "err", err)
+		if errors.Is(err, store.ErrUnavailable) {
+			c.outage.failed()
+		}
 		return
 	}
+	c.outage.stored()
 	c.describe(m.Key, t.Outcome.Detail)
 	c.traces.Trial(t)
 	c.mu.Lock()

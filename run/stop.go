@@ -197,6 +197,10 @@ func (c *collector) stoppedVariants() []StoppedVariant {
 // however long the transcript takes to come back.
 func (c *collector) Reported(shardIndex int, m *shard.Trial) {
 	c.observe(m.Key, m.Status, m.Cause, "")
+	if m.Path == "" {
+		// The worker could not store the transcript.
+		c.outage.failed()
+	}
 }
 
 // describe gives the stop gate a trial's error message once its

@@ -294,6 +294,7 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 			stdio.Stopping.SetHint(resumeCommand(st.Location(), resumeConfig(rec, plan.Config.File), f))
 		},
 		CleanupGrace: cleanupGrace,
+		OutageLimit:  outageLimit(),
 	})
 	// hint is the command that finishes the run (resumehint.go).
 	hint := func(extra ...string) string {

@@ -47,6 +47,7 @@ const quickstartTrials = 84
 // The moments of a run at which the store fails.
 const (
 	midRun = "mid-run" // after some transcripts were written
+	early  = "early"   // after a few transcripts: most trials are still to run
 	atEnd  = "end"     // after every transcript was written: the final gather and report
 	renew  = "renewal" // a renewal of the run's lease
 )
@@ -172,7 +173,14 @@ func TestStoreFaultMatrix(t *testing.T) {
 		// lost says trials are missing after the run: a fault that
 		// forwards the write (cut, trickle) lets it land.
 		lost bool
+		// outage is MST_STORE_OUTAGE for the row: how long the run goes
+		// on while its store keeps nothing ("": the default, 2m).
+		outage string
 	}{
+		// Early in the run, with most trials still to run: the run
+		// stops once its store has kept nothing for MST_STORE_OUTAGE,
+		// instead of running every trial left to lose it.
+		{fault: blobtest.Refuse, moment: early, kind: "gs", exit: 1, lost: true, outage: "3s"},
 		{fault: blobtest.Refuse, moment: midRun, kind: "gs", exit: 1, lost: true},
 		{fault: blobtest.Hang, moment: midRun, kind: "s3", exit: 1, lost: true},
 		{fault: blobtest.Status(503), moment: midRun, kind: "gs", writesOnly: true, exit: 3, lost: true},
@@ -199,8 +207,11 @@ func TestStoreFaultMatrix(t *testing.T) {
 			// (about left × 2s / 4 at the quickstart's concurrency
 			// of 4): 14 left keep it well within storeFaultBound.
 			n := 70
-			if row.moment == renew {
+			if row.moment == renew || row.moment == early {
 				n = 10
+			}
+			if row.outage != "" {
+				t.Setenv(cli.OutageEnv, row.outage)
 			}
 			if row.moment == atEnd {
 				n = quickstartTrials
@@ -273,6 +284,9 @@ func TestStoreFaultMatrix(t *testing.T) {
 			}
 			if took > storeFaultBound {
 				t.Errorf("mst run under %s %s took %s from the fault to its end, want less than %s", row.fault, row.moment, took, storeFaultBound)
+			}
+			if row.outage != "" && !strings.Contains(stderr, "kept none of the last") {
+				t.Errorf("mst run under %s %s did not say it stopped for its store:\n%s", row.fault, row.moment, stderr)
 			}
 			if r.code != 0 {
 				// The hint quotes a URL with a query for the shell.

@@ -94,6 +94,18 @@ func withStoreReports(ctx context.Context, w io.Writer) context.Context {
 	return context.WithValue(ctx, storeReports{}, report)
 }
 
+// OutageEnv is a test hook: how long a run goes on while its store keeps
+// none of its transcripts (a duration; default run.DefaultOutageLimit).
+const OutageEnv = "MST_STORE_OUTAGE"
+
+// outageLimit is OutageEnv's duration, or 0 for the default.
+func outageLimit() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(OutageEnv)); err == nil && d > 0 {
+		return d
+	}
+	return 0
+}
+
 // blobOptions are the options of the bucket stores MST opens under ctx,
 // for eval.
 func blobOptions(ctx context.Context, eval string) blobstore.Options {
