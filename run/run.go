@@ -192,7 +192,14 @@ func Execute(ctx context.Context, p *Plan, o Options) (*Outcome, error) {
 			rec.ConfigFile, rec.ConfigPath = p.ConfigOrigin, p.ConfigOrigin
 		}
 	}
-	defer release()
+	defer func() {
+		// A lock that cannot be let go (the store stopped answering at
+		// the very end) lapses with its lease: say so, or the next
+		// resume's refusal would blame a process that has exited.
+		if err := release(); err != nil {
+			o.Logger.Warn("could not release the run's lock; a resume can take the run once the lock's lease runs out (a minute by default)", "run", rec.ID, "err", err)
+		}
+	}()
 	rec.Owner = &owner
 	// A write the store refuses for want of space stops the run, so no
 	// more trials are run only to be lost; the error says how to resume.
