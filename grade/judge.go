@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/mst-eval/mst/provider"
@@ -88,10 +89,18 @@ type Judges struct {
 	// MaxRetries is how many times a 429 or 5xx is retried; 0 means the
 	// provider's default (2), a negative number none.
 	MaxRetries int
+	// Timeout bounds one judge's answer, its retries included (the wait
+	// for room under limits.providers is apart); 0 means
+	// DefaultJudgeTimeout. A judge that does not answer in time gives no
+	// verdict: the trial is left ungraded, for mst grade to try again.
+	Timeout time.Duration
 
 	mu    sync.Mutex
 	built map[string]provider.Provider
 }
+
+// DefaultJudgeTimeout bounds one judge's answer (Judges.Timeout).
+const DefaultJudgeTimeout = 5 * time.Minute
 
 // JudgeInfo describes one judge for planning: the model it asks and where
 // its key comes from.
@@ -202,7 +211,17 @@ func (j *judge) GradeWith(ctx context.Context, t *transcript.Transcript, js *Jud
 		}
 		defer release()
 	}
-	resp, err := p.Complete(ctx, req)
+	timeout := js.Timeout
+	if timeout <= 0 {
+		timeout = DefaultJudgeTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	resp, err := p.Complete(cctx, req)
+	silent := cctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
+	cancel()
+	if silent {
+		return fail("the judge model %s did not answer within %s", j.model, timeout)
+	}
 	if err != nil {
 		return fail("the judge model %s failed: %v", j.model, err)
 	}

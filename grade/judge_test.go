@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mst-eval/mst/provider"
 	"github.com/mst-eval/mst/provider/anthropic"
@@ -148,6 +149,26 @@ func TestJudgeErrorsAreNotFailures(t *testing.T) {
 						t.Errorf("results = %+v, want the deterministic pass kept and the judge's error", got.Results)
 					}
 				})
+			}
+		})
+	}
+}
+
+// TestJudgeSilentProvider: a judge whose provider takes the request and
+// never answers gives no verdict once Judges.Timeout passes, in every wire
+// format: the trial is left ungraded, never held up for ever.
+func TestJudgeSilentProvider(t *testing.T) {
+	t.Parallel()
+	for _, f := range judgeFormats {
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			fake := providertest.New(t, providertest.Script{Faults: []providertest.Fault{{Hang: true, Times: 10}}})
+			g := mustParse(t, judgeSpec(f.model, f.api, f.base(fake.URL), ""))
+			js := testJudges()
+			js.Timeout = 300 * time.Millisecond
+			got := TrialContext(t.Context(), weatherTrial("Oslo?"), []Grader{g}, js)
+			if got.Graded || !strings.Contains(got.Errored, "did not answer within 300ms") {
+				t.Errorf("grade = graded %t, errored %q; want no verdict, saying the judge did not answer within 300ms", got.Graded, got.Errored)
 			}
 		})
 	}
