@@ -38,6 +38,71 @@ type CLI struct {
 	// Short shortens a command's arguments for errors; nil keeps the first
 	// three.
 	Short func(args []string) []string
+	// Limit bounds how long a command of Run, RunWriting or RunReading
+	// may take, by its arguments (0: no bound); nil means DefaultLimit.
+	// A program that hangs (a daemon that stopped answering) thus ends the
+	// command with an error that says so, rather than hold the run.
+	Limit func(args []string) time.Duration
+}
+
+// Bounds of DefaultLimit.
+const (
+	// ShortLimit bounds a command that asks, creates, copies or removes.
+	ShortLimit = 10 * time.Minute
+	// LongLimit bounds a command that builds, loads or fetches an image,
+	// or runs a setup script in a throwaway container.
+	LongLimit = 30 * time.Minute
+)
+
+// DefaultLimit is LongLimit for the commands that build or move images
+// (build, load, save, import, pull, push, and a throwaway run --rm), and
+// ShortLimit for every other.
+func DefaultLimit(args []string) time.Duration {
+	if len(args) == 0 {
+		return ShortLimit
+	}
+	verb := args[0]
+	if (verb == "image" || verb == "buildx") && len(args) > 1 {
+		verb = args[1] // docker image load, docker buildx build
+	}
+	switch verb {
+	case "build", "load", "save", "import", "pull", "push":
+		return LongLimit
+	case "run":
+		for _, a := range args[1:] {
+			if a == "--rm" {
+				return LongLimit
+			}
+		}
+	}
+	return ShortLimit
+}
+
+// bound is ctx with the command's limit, and how to tell afterwards that
+// the limit, not ctx, ended it.
+func (c *CLI) bound(ctx context.Context, args []string) (context.Context, context.CancelFunc, time.Duration) {
+	limit := DefaultLimit
+	if c.Limit != nil {
+		limit = c.Limit
+	}
+	d := limit(args)
+	if d <= 0 {
+		return ctx, func() {}, 0
+	}
+	bctx, cancel := context.WithTimeoutCause(ctx, d, errLimit)
+	return bctx, cancel, d
+}
+
+// errLimit is the cause of a command's context that its limit ended.
+var errLimit = errors.New("the command's time limit passed")
+
+// limited turns the error of a command its limit ended into one that says
+// so.
+func (c *CLI) limited(ctx context.Context, err error, d time.Duration) error {
+	if err == nil || d == 0 || !errors.Is(context.Cause(ctx), errLimit) {
+		return err
+	}
+	return fmt.Errorf("%w: it did not finish within %s (is the %s daemon or cluster answering?)", err, d, c.Name)
 }
 
 // Find looks name up on PATH; missing is the error when it is not there.
@@ -128,12 +193,14 @@ func ShortArgs(args []string) []string {
 // Run runs the program with args and returns its stdout, trimmed. stdin
 // may be nil. A failure is an *Error quoting its stderr.
 func (c *CLI) Run(ctx context.Context, stdin io.Reader, args ...string) (string, error) {
+	ctx, cancel, d := c.bound(ctx, args)
+	defer cancel()
 	var stdout bytes.Buffer
 	stderr := &tail{}
 	cmd := c.command(ctx, args)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, &stdout, stderr
 	if err := cmd.Run(); err != nil {
-		return "", c.fail(args, stderr, err)
+		return "", c.limited(ctx, c.fail(args, stderr, err), d)
 	}
 	return strings.TrimSpace(stdout.String()), nil
 }
@@ -163,6 +230,8 @@ func (c *CLI) RunWriting(ctx context.Context, write func(io.Writer) error, args 
 // tar stream for a copy out, say). The program's failure comes first, then
 // read's error.
 func (c *CLI) RunReading(ctx context.Context, read func(io.Reader) error, args ...string) error {
+	ctx, cancel, d := c.bound(ctx, args)
+	defer cancel()
 	stderr := &tail{}
 	cmd := c.command(ctx, args)
 	cmd.Stderr = stderr
@@ -177,7 +246,7 @@ func (c *CLI) RunReading(ctx context.Context, read func(io.Reader) error, args .
 	// Drain, so the program can end.
 	io.Copy(io.Discard, out)
 	if err := cmd.Wait(); err != nil {
-		return c.fail(args, stderr, err)
+		return c.limited(ctx, c.fail(args, stderr, err), d)
 	}
 	return rerr
 }
