@@ -473,6 +473,10 @@ func (g *gcloudRemote) copyFrom(ctx context.Context, remotePath, localPath strin
 // gcloudOutput runs gcloud with args and returns its stdout; a failure
 // carries what gcloud printed on stderr.
 func gcloudOutput(ctx context.Context, gcloud string, args []string) (string, error) {
+	// A gcloud that hangs (an API that stopped answering) ends the call
+	// with an error that says so, rather than hold the run.
+	ctx, cancel := context.WithTimeoutCause(ctx, gcloudLimit, errGcloudLimit)
+	defer cancel()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, gcloud, args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &limited{buf: &stderr, n: 4096}
@@ -480,10 +484,21 @@ func gcloudOutput(ctx context.Context, gcloud string, args []string) (string, er
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = stopStep
 	if err := cmd.Run(); err != nil {
+		if errors.Is(context.Cause(ctx), errGcloudLimit) {
+			err = fmt.Errorf("%w: it did not finish within %s (is the Compute Engine API answering?)", err, gcloudLimit)
+		}
 		return stdout.String(), fmt.Errorf("gcloud %s: %w%s", strings.Join(args[:min(3, len(args))], " "), err, stderrNote(&stderr))
 	}
 	return stdout.String(), nil
 }
+
+// gcloudLimit bounds one gcloud command that asks, creates or deletes (a
+// VM's creation included: gcloud returns once the API took it).
+const gcloudLimit = 10 * time.Minute
+
+// errGcloudLimit is the cause of a gcloud command's context that
+// gcloudLimit ended.
+var errGcloudLimit = errors.New("gcloud's time limit passed")
 
 // gcloudLeftovers lists the VMs runs left in the project.
 func gcloudLeftovers(ctx context.Context, options map[string]string, runID string) ([]runner.Leftover, error) {
