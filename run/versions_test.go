@@ -157,7 +157,7 @@ func TestSlowVersionDoesNotLoseWorker(t *testing.T) {
 	started, release := filepath.Join(dir, "started"), filepath.Join(dir, "release")
 	for _, f := range []string{started, release} {
 		if err := syscall.Mkfifo(f, 0o600); err != nil {
-			t.Skipf("no FIFO here: %v", err)
+			t.Fatalf("making a FIFO: %v", err)
 		}
 	}
 	prog := filepath.Join(dir, "slow-gemini")

@@ -65,7 +65,7 @@ func TestVersionTimeout(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "never")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Skipf("no FIFO here: %v", err)
+		t.Fatalf("making a FIFO: %v", err)
 	}
 	bin := filepath.Join(dir, "stuck-cli")
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\nread line < "+fifo+"\necho 1.0.0\n"), 0o755); err != nil {
