@@ -1,15 +1,11 @@
 package cli_test
 
 import (
-	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
-	"github.com/mst-eval/mst/internal/cli"
 	"github.com/mst-eval/mst/internal/peertest"
 	"github.com/mst-eval/mst/internal/testbin"
 	"github.com/mst-eval/mst/internal/testserver"
@@ -58,18 +54,7 @@ variants:
 		"cases.jsonl": `{"id": "weather", "input": "What is the weather in Paris, and the north's inventory?"}` + "\n",
 		"secrets.env": "GEMINI_API_KEY=sk-dummy\n",
 	}
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var stdout, stderr bytes.Buffer
-	code := cli.Main(t.Context(), []string{"run", filepath.Join(dir, "eval.yaml"), "--results", filepath.Join(dir, "results"),
-		"--secrets-file", filepath.Join(dir, "secrets.env")},
-		cli.Stdio{In: strings.NewReader(""), Out: &stdout, Err: &stderr, Env: []string{"PATH=" + os.Getenv("PATH")}})
-	if code != 0 {
-		t.Fatalf("mst run exited %d\n%s", code, stderr.String())
-	}
+	runEvalFiles(t, dir, files)
 	reqs := fake.Requests()
 	if len(reqs) == 0 || !slices.Contains(reqs[0].Tools, accented) || !slices.Contains(reqs[0].Tools, long) {
 		t.Fatalf("the CLI offered %v, want %s and %s among them (toolname.Gemini is the CLI's rule)", reqs[0].Tools, accented, long)

@@ -1,14 +1,18 @@
 package cli_test
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/mst-eval/mst/internal/cli"
 )
 
 // waitFiles waits until the glob (args[1]) matches at least N (args[0])
@@ -58,4 +62,24 @@ func quickstartIn(t *testing.T, dir string) string {
 		t.Fatalf("building the weather server: %v\n%s", err, out)
 	}
 	return filepath.Join(qs, "eval.yaml")
+}
+
+// runEvalFiles writes files (eval.yaml, its datasets, secrets.env) into
+// dir and runs mst run on eval.yaml there, in process, with the secrets
+// file and results in dir/results; it fails the test unless mst exits 0.
+func runEvalFiles(t *testing.T, dir string, files map[string]string) (stdout, stderr string) {
+	t.Helper()
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out, errOut bytes.Buffer
+	code := cli.Main(t.Context(), []string{"run", filepath.Join(dir, "eval.yaml"), "--results", filepath.Join(dir, "results"),
+		"--secrets-file", filepath.Join(dir, "secrets.env")},
+		cli.Stdio{In: strings.NewReader(""), Out: &out, Err: &errOut, Env: []string{"PATH=" + os.Getenv("PATH")}})
+	if code != 0 {
+		t.Fatalf("mst run exited %d\n%s", code, errOut.String())
+	}
+	return out.String(), errOut.String()
 }

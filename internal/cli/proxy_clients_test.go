@@ -1,14 +1,11 @@
 package cli_test
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
-	"github.com/mst-eval/mst/internal/cli"
 	"github.com/mst-eval/mst/internal/peertest"
 	"github.com/mst-eval/mst/internal/testbin"
 	"github.com/mst-eval/mst/internal/testserver"
@@ -64,18 +61,7 @@ variants:
 				"cases.jsonl": `{"id": "memo", "input": "Save a memo named 'groceries'"}` + "\n",
 				"secrets.env": "ANTHROPIC_API_KEY=sk-dummy\nOPENAI_API_KEY=sk-dummy\nGEMINI_API_KEY=sk-dummy\n",
 			}
-			for name, data := range files {
-				if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
-			var stdout, stderr bytes.Buffer
-			code := cli.Main(t.Context(), []string{"run", filepath.Join(dir, "eval.yaml"), "--results", filepath.Join(dir, "results"),
-				"--secrets-file", filepath.Join(dir, "secrets.env")},
-				cli.Stdio{In: strings.NewReader(""), Out: &stdout, Err: &stderr, Env: []string{"PATH=" + os.Getenv("PATH")}})
-			if code != 0 {
-				t.Fatalf("mst run exited %d\n%s", code, stderr.String())
-			}
+			runEvalFiles(t, dir, files)
 			runs, _ := filepath.Glob(filepath.Join(dir, "results", "*", "runs", "*"))
 			if len(runs) != 1 {
 				t.Fatalf("run folders %v, want one", runs)
