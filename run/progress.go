@@ -56,7 +56,12 @@ func (p *progress) Start(run transcript.Run, total int) {
 	p.mu.Lock()
 	p.total, p.started = total, p.now()
 	p.mu.Unlock()
-	fmt.Fprintf(p.w, "run %s: %d trials (%d cases × %d variants × %d trials)\n", transcript.Printable(run.ID), total, run.Cases, len(run.Variants), run.Trials)
+	width := 0
+	if p.width != nil {
+		width = p.width()
+	}
+	line := fmt.Sprintf("run %s: %d trials (%d cases × %d variants × %d trials)", transcript.Printable(run.ID), total, run.Cases, len(run.Variants), run.Trials)
+	fmt.Fprintln(p.w, report.Wrap(line, width, "  "))
 	if p.terminal {
 		p.stop, p.stopped = make(chan struct{}), make(chan struct{})
 		go p.redraw()

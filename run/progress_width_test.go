@@ -22,7 +22,14 @@ func TestProgressFitsWidth(t *testing.T) {
 			var out bytes.Buffer
 			w := width
 			p := run.NewProgressWidth(&out, true, func() int { return w })
-			p.Start(transcript.Run{ID: "r", Variants: []string{"v"}, Cases: total, Trials: 1}, total)
+			p.Start(transcript.Run{ID: "quickstart-20261207-221427-dbbc70", Variants: []string{"v"}, Cases: total, Trials: 1}, total)
+			// The run's first line wraps within the width (a word longer
+			// than the width, the run's id, stands alone).
+			for _, l := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+				if n := utf8.RuneCountInString(l); n > width && len(strings.Fields(l)) > 1 {
+					t.Errorf("total %d, width %d: the run's first line has a line of %d characters: %q", total, width, n, l)
+				}
+			}
 			for i := range min(total, 50) {
 				st := transcript.Answered
 				if i%7 == 3 {
