@@ -29,6 +29,21 @@ type Params struct {
 	// key-file). A store refuses a name it does not know.
 	Options map[string]string
 	Logger  *slog.Logger
+	// Secret returns a secret of the secrets file (--secrets-file) by
+	// name, such as KeySecret; nil when there is no secrets file.
+	Secret func(name string) (string, bool)
+	// Results is the URL of the results store of the run or the eval
+	// (--results, or the eval's results.store), "" when neither names
+	// one: a store may keep its grants there.
+	Results string
+}
+
+// SecretValue returns the secret name from p.Secret.
+func (p Params) SecretValue(name string) (string, bool) {
+	if p.Secret == nil {
+		return "", false
+	}
+	return p.Secret(name)
 }
 
 // CheckOptions returns an error naming the first option in p that is not

@@ -562,3 +562,37 @@ func (s *Store) ObjectExists(ctx context.Context, key string) (bool, error) {
 func (s *Store) ListObjects(ctx context.Context, opts *blob.ListOptions, fn func(*blob.ListObject) error) error {
 	return s.list(ctx, opts, nil, fn)
 }
+
+// DeleteObject removes the object key of the store's bucket under the
+// store's deadlines and retries. An object that is not there fails with
+// gcerrors.NotFound.
+func (s *Store) DeleteObject(ctx context.Context, key string) error {
+	return s.remove(ctx, key)
+}
+
+// Prefix is the key prefix of the store in its bucket: its URL's path,
+// with a trailing slash, or "" for the whole bucket.
+func (s *Store) Prefix() string { return s.prefix }
+
+// NotFound says err is a call's failure on an object that is not there.
+func NotFound(err error) bool { return code(err) == gcerrors.NotFound }
+
+type optionsKey struct{}
+
+// WithOptions returns a ctx from which OptionsFrom returns o: the options
+// of the stores that code opens for the caller (a credential store kept
+// in a bucket), such as where retries are reported.
+func WithOptions(ctx context.Context, o Options) context.Context {
+	return context.WithValue(ctx, optionsKey{}, o)
+}
+
+// OptionsFrom returns the options WithOptions put in ctx, or the zero
+// Options.
+func OptionsFrom(ctx context.Context) Options {
+	o, _ := ctx.Value(optionsKey{}).(Options)
+	return o
+}
+
+// AlreadyThere says err is a write's failure on the condition that its
+// object not be there (blob.WriterOptions.IfNotExist): it was.
+func AlreadyThere(err error) bool { return lost(err) }

@@ -44,78 +44,94 @@ func (l leaseRecord) live(now time.Time) bool {
 	return !l.Released && now.Before(l.Renewed.Add(time.Duration(l.LeaseMs)*time.Millisecond))
 }
 
-func lockName(n int) string { return fmt.Sprintf("%s/%010d.json", locksDir, n) }
+// lease is a lock kept in a bucket under one prefix: the run's lock
+// (PREFIX/EVAL/runs/ID/locks/), or any other (Store.Lease).
+type lease struct {
+	s *Store
+	// dir is the key prefix of the lock objects, ending in "/"; what
+	// names the lock in messages ("the run's lock"); where is the URL
+	// errors name.
+	dir, what, where string
+}
 
-// latestLease returns the number and content of the highest lock object,
+func (l lease) name(n int) string { return fmt.Sprintf("%s%010d.json", l.dir, n) }
+
+func (l lease) fail(doing string, err error) error { return describe(l.where, doing, err) }
+
+// latest returns the number and content of the highest lock object,
 // n = 0 when there is none.
-func (r *Run) latestLease(ctx context.Context) (int, leaseRecord, error) {
-	n, err := r.topLease(ctx, nil)
+func (l lease) latest(ctx context.Context) (int, leaseRecord, error) {
+	n, err := l.top(ctx, nil)
 	if err != nil || n == 0 {
 		return 0, leaseRecord{}, err
 	}
-	l, err := r.readLease(ctx, n)
-	return n, l, err
+	rec, err := l.read(ctx, n)
+	return n, rec, err
 }
 
-// topLease returns the number of the highest lock object, 0 when there is
+// top returns the number of the highest lock object, 0 when there is
 // none, its listing bound by limits (nil: the store's).
-func (r *Run) topLease(ctx context.Context, limits *Limits) (int, error) {
+func (l lease) top(ctx context.Context, limits *Limits) (int, error) {
 	n := 0
-	dir := r.key(locksDir + "/")
-	err := r.s.list(ctx, &blob.ListOptions{Prefix: dir}, limits, func(o *blob.ListObject) error {
-		base, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, dir), ".json")
+	err := l.s.list(ctx, &blob.ListOptions{Prefix: l.dir}, limits, func(o *blob.ListObject) error {
+		base, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, l.dir), ".json")
 		if m, err := strconv.Atoi(base); ok && err == nil && m > n {
 			n = m
 		}
 		return nil
 	})
 	if err != nil {
-		return 0, r.fail("reading the run's lock", err)
+		return 0, l.fail("reading "+l.what, err)
 	}
 	return n, nil
 }
 
-func (r *Run) readLease(ctx context.Context, n int) (leaseRecord, error) {
-	b, err := r.read(ctx, lockName(n))
+func (l lease) read(ctx context.Context, n int) (leaseRecord, error) {
+	b, err := l.s.get(ctx, l.name(n), -1)
+	if code(err) == gcerrors.NotFound {
+		return leaseRecord{}, fmt.Errorf("%s: %w", l.s.urlOf(l.name(n)), store.ErrNotFound)
+	}
 	if err != nil {
-		return leaseRecord{}, err
+		return leaseRecord{}, describe(l.s.urlOf(l.name(n)), "reading", err)
 	}
-	var l leaseRecord
-	if err := json.Unmarshal(b, &l); err != nil {
-		return leaseRecord{}, fmt.Errorf("%s: %w", r.where(lockName(n)), err)
+	var rec leaseRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return leaseRecord{}, fmt.Errorf("%s: %w", l.s.urlOf(l.name(n)), err)
 	}
-	return l, nil
+	return rec, nil
 }
 
-func (r *Run) writeLease(ctx context.Context, doing string, n int, l leaseRecord, ifNotExist bool, limits *Limits) error {
-	b, err := json.Marshal(l)
+func (l lease) write(ctx context.Context, doing string, n int, rec leaseRecord, ifNotExist bool, limits *Limits) error {
+	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
-	return r.writeWithin(ctx, doing, lockName(n), append(b, '\n'), ifNotExist, limits)
+	opts := &blob.WriterOptions{IfNotExist: ifNotExist, ContentType: "application/json"}
+	return l.s.put(ctx, doing, l.name(n), append(b, '\n'), opts, limits)
 }
 
-// Lock takes the run's lease for owner and keeps it renewed until release
-// is called. It fails with a *store.BusyError naming the holder when a
-// live lease is held by another.
-func (r *Run) Lock(ctx context.Context, owner transcript.Owner) (func() error, error) {
-	n, l, err := r.latestLease(ctx)
+// take takes the lease for owner and keeps it renewed until release is
+// called. It fails with a *store.BusyError naming the holder when a live
+// lease is held by another.
+func (l lease) take(ctx context.Context, owner transcript.Owner) (func() error, error) {
+	n, rec, err := l.latest(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if n > 0 && l.live(r.s.now()) {
-		return nil, &store.BusyError{Location: r.Location(), Owner: l.Owner}
+	if n > 0 && rec.live(l.s.now()) {
+		return nil, &store.BusyError{Location: l.where, Owner: rec.Owner}
 	}
 	n++
-	mine := leaseRecord{Owner: owner, Renewed: r.s.now().UTC(), LeaseMs: r.s.lease.Milliseconds()}
-	if err := r.writeLease(ctx, "taking the run's lock", n, mine, true, nil); lost(err) {
-		other, rerr := r.readLease(ctx, n)
+	taking, renewing, releasing := "taking "+l.what, "renewing "+l.what, "releasing "+l.what
+	mine := leaseRecord{Owner: owner, Renewed: l.s.now().UTC(), LeaseMs: l.s.lease.Milliseconds()}
+	if err := l.write(ctx, taking, n, mine, true, nil); lost(err) {
+		other, rerr := l.read(ctx, n)
 		if rerr != nil {
-			return nil, &store.BusyError{Location: r.Location()}
+			return nil, &store.BusyError{Location: l.where}
 		}
-		return nil, &store.BusyError{Location: r.Location(), Owner: other.Owner}
+		return nil, &store.BusyError{Location: l.where, Owner: other.Owner}
 	} else if err != nil {
-		return nil, r.fail("taking the run's lock", err)
+		return nil, l.fail(taking, err)
 	}
 	// The lease outlives ctx: a cancelled run still writes how it ended
 	// before it lets the run go. Each renewal's listing and write must
@@ -125,27 +141,27 @@ func (r *Run) Lock(ctx context.Context, owner transcript.Owner) (func() error, e
 	// next tick), nor the release: release stops the renewals at once,
 	// mid-listing, but lets a renewal's write end (within its bound), so
 	// that no renewal lands after the release.
-	every := max(r.s.lease/3, time.Millisecond)
-	within := r.s.limits.within(every / 2)
-	renewing, stopRenewing := context.WithCancel(context.WithoutCancel(ctx))
+	every := max(l.s.lease/3, time.Millisecond)
+	within := l.s.limits.within(every / 2)
+	renewCtx, stopRenewing := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
-			case <-renewing.Done():
+			case <-renewCtx.Done():
 				return
 			case <-t.C:
 			}
-			if top, err := r.topLease(renewing, &within); err == nil && top > n {
+			if top, err := l.top(renewCtx, &within); err == nil && top > n {
 				return // taken over: see the comment at the top
 			}
-			if renewing.Err() != nil {
+			if renewCtx.Err() != nil {
 				return
 			}
-			mine.Renewed = r.s.now().UTC()
-			r.writeLease(context.WithoutCancel(renewing), "renewing the run's lock", n, mine, false, &within) // a failed renewal is tried at the next tick
+			mine.Renewed = l.s.now().UTC()
+			l.write(context.WithoutCancel(renewCtx), renewing, n, mine, false, &within) // a failed renewal is tried at the next tick
 		}
 	})
 	var once sync.Once
@@ -157,22 +173,22 @@ func (r *Run) Lock(ctx context.Context, owner transcript.Owner) (func() error, e
 			// Letting go is a listing and a write, each within half a
 			// call's time.
 			bg := context.WithoutCancel(ctx)
-			half := r.s.limits.within(r.s.limits.Call / 2)
-			if top, err := r.topLease(bg, &half); err == nil && top > n {
+			half := l.s.limits.within(l.s.limits.Call / 2)
+			if top, err := l.top(bg, &half); err == nil && top > n {
 				return // another holds it now
 			}
 			mine.Released = true
-			if err := r.writeLease(bg, "releasing the run's lock", n, mine, false, &half); err != nil {
-				rerr = r.fail("releasing the run's lock", err)
+			if err := l.write(bg, releasing, n, mine, false, &half); err != nil {
+				rerr = l.fail(releasing, err)
 			}
 		})
 		return rerr
 	}, nil
 }
 
-// Holder reads the highest lease: its owner, and whether it holds.
-func (r *Run) Holder(ctx context.Context) (transcript.Owner, bool, error) {
-	n, l, err := r.latestLease(ctx)
+// holder reads the highest lease: its owner, and whether it holds.
+func (l lease) holder(ctx context.Context) (transcript.Owner, bool, error) {
+	n, rec, err := l.latest(ctx)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return transcript.Owner{}, false, nil
@@ -182,8 +198,39 @@ func (r *Run) Holder(ctx context.Context) (transcript.Owner, bool, error) {
 	if n == 0 {
 		return transcript.Owner{}, false, nil
 	}
-	return l.Owner, l.live(r.s.now()), nil
+	return rec.Owner, rec.live(l.s.now()), nil
 }
+
+func (r *Run) lease() lease {
+	return lease{s: r.s, dir: r.key(locksDir + "/"), what: "the run's lock", where: r.Location()}
+}
+
+// Lock takes the run's lease for owner and keeps it renewed until release
+// is called. It fails with a *store.BusyError naming the holder when a
+// live lease is held by another.
+func (r *Run) Lock(ctx context.Context, owner transcript.Owner) (func() error, error) {
+	return r.lease().take(ctx, owner)
+}
+
+// Holder reads the highest lease: its owner, and whether it holds.
+func (r *Run) Holder(ctx context.Context) (transcript.Owner, bool, error) {
+	return r.lease().holder(ctx)
+}
+
+// Lease takes the lock kept under key (a prefix of the store's bucket,
+// which it holds alone) for owner, as a run's lock is taken: it holds
+// while its holder renews it, a lease after its holder's process ended at
+// most, and until release is called. what names it in messages ("the
+// lock on server X's grant"). It fails with a *store.BusyError naming
+// the holder when a live lease is held by another; the caller waits and
+// tries again.
+func (s *Store) Lease(ctx context.Context, key, what string, owner transcript.Owner) (release func() error, err error) {
+	key = strings.TrimSuffix(key, "/") + "/"
+	return lease{s: s, dir: key, what: what, where: s.urlOf(key)}.take(ctx, owner)
+}
+
+// LeaseTime is how long the store's leases hold without a renewal.
+func (s *Store) LeaseTime() time.Duration { return s.lease }
 
 // describe wraps err, met doing something at where, with what a person can
 // do about it.
