@@ -95,6 +95,18 @@ func (s *Set) Get(name string) (string, bool) {
 	return v, ok
 }
 
+// Withhold takes name out of what clients get (Env, Get, Names) and
+// returns its value; the value stays redacted. A secret only MST itself
+// uses (a credential store's key) is withheld as soon as it is read, so no
+// client, server or worker is ever given it.
+func (s *Set) Withhold(name string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.current[name]
+	delete(s.current, name)
+	return v, ok
+}
+
 // Names returns the names in the Set, sorted.
 func (s *Set) Names() []string {
 	s.mu.Lock()

@@ -4,6 +4,7 @@ package builtin
 
 import (
 	"context"
+	"github.com/mst-eval/mst/credstore/bucketcreds"
 	"sync"
 
 	"github.com/mst-eval/mst/client"
@@ -93,7 +94,7 @@ func (p *Parts) build() {
 			docker.Definition(),
 			kubernetes.Definition(),
 		)
-		p.creds = credstore.NewRegistry(credstore.LocalDefinition())
+		p.creds = credstore.NewRegistry(credstore.LocalDefinition(), bucketcreds.Definition())
 		for _, pl := range p.Plugins.Compiled() {
 			for _, d := range pl.Clients {
 				c := *d

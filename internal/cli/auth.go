@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mst-eval/mst/credstore/bucketcreds"
+	"github.com/mst-eval/mst/store/blobstore"
 	"io"
 	"log/slog"
 	"os/exec"
@@ -31,12 +33,16 @@ type storeFlags struct {
 	name    string
 	options []string
 	parts   *builtin.Parts
+	// secretsFile and results are the command's --secrets-file and
+	// results store: a shared store takes its key from the one and, by
+	// default, its place from the other.
+	secretsFile, results string
 }
 
 func (f *storeFlags) add(fs *pflag.FlagSet, parts *builtin.Parts) {
 	f.parts = parts
 	fs.StringVar(&f.name, "store", credstore.LocalName, "the credential store that keeps the OAuth grants of connector servers: "+strings.Join(parts.CredentialStores().Names(), ", "))
-	fs.StringArrayVar(&f.options, "store-option", nil, "credential store setting as KEY=VALUE (repeat); the local store takes dir=FOLDER (default ~/.config/mst/credentials) and key-file=FILE (default ~/.local/share/mst/credentials.key)")
+	fs.StringArrayVar(&f.options, "store-option", nil, "credential store setting as KEY=VALUE (repeat); the local store takes dir=FOLDER (default ~/.config/mst/credentials) and key-file=FILE (default ~/.local/share/mst/credentials.key); the bucket store takes url=gs://BUCKET/PREFIX or s3://… (default: the results store's "+bucketcreds.DefaultFolder+"/) and its key from the secrets file ("+credstore.KeySecret+")")
 }
 
 // open opens the store the flags name.
@@ -64,7 +70,17 @@ func (f *storeFlags) open(ctx context.Context, logger *slog.Logger) (credstore.S
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	st, err := def.Create(ctx, credstore.Params{Options: opts, Logger: logger})
+	p := credstore.Params{Options: opts, Logger: logger, Results: f.results}
+	if f.secretsFile != "" {
+		set, err := secrets.Load(f.secretsFile)
+		if err != nil {
+			return nil, nil, withCode(ExitUsage, fmt.Errorf("--secrets-file: %w", err))
+		}
+		p.Secret = set.Get
+	}
+	// A store in a bucket reports its retries as the results store does.
+	ctx = blobstore.WithOptions(ctx, blobOptions(ctx, ""))
+	st, err := def.Create(ctx, p)
 	if err != nil {
 		return nil, nil, withCode(ExitUsage, fmt.Errorf("opening the %s credential store: %w; fix its --store-option settings, or choose another store with --store (%s)", def.Name, err, strings.Join(reg.Names(), ", ")))
 	}
@@ -73,8 +89,11 @@ func (f *storeFlags) open(ctx context.Context, logger *slog.Logger) (credstore.S
 
 // storeWhere says where a store keeps its grants, for messages.
 func storeWhere(st credstore.Store, def *credstore.Definition) string {
-	if l, ok := st.(*credstore.Local); ok {
-		return fmt.Sprintf("the %s credential store (%s)", def.Name, l.Dir())
+	switch s := st.(type) {
+	case *credstore.Local:
+		return fmt.Sprintf("the %s credential store (%s)", def.Name, s.Dir())
+	case *bucketcreds.Store:
+		return fmt.Sprintf("the %s credential store (%s)", def.Name, s.Location())
 	}
 	return fmt.Sprintf("the %s credential store", def.Name)
 }
@@ -149,14 +168,15 @@ eval config.
 		},
 	}
 	f.store.add(cmd.PersistentFlags(), stdio.parts())
+	pf := cmd.PersistentFlags()
+	pf.StringVarP(&f.config, "config", "c", "", "the eval config that declares the server (required to authorise one; with a bucket store, its results.store is where the grants are kept by default)")
+	pf.StringVar(&f.secretsFile, "secrets-file", "", "file of KEY=value lines that sets the secrets the server's oauth.clientSecret and headers refer to, and the bucket store's key "+credstore.KeySecret)
 	fl := cmd.Flags()
-	fl.StringVarP(&f.config, "config", "c", "", "the eval config that declares the server (required)")
-	fl.StringVar(&f.secretsFile, "secrets-file", "", "file of KEY=value lines that sets the secrets the server's oauth.clientSecret and headers refer to")
 	fl.BoolVar(&f.noBrowser, "no-browser", false, "open no browser: print the URL, and wait for the browser to come back or for its address to be pasted on standard input")
 	fl.IntVar(&f.port, "port", 0, "the port of the loopback redirect http://127.0.0.1:PORT/callback (default: any free one)")
 	fl.BoolVar(&f.json, "json", false, "print the grant stored as JSON on stdout, without its tokens or client secret")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log details on stderr")
-	cmd.AddCommand(newAuthListCmd(stdio, f), newAuthRevokeCmd(stdio, f))
+	cmd.AddCommand(newAuthListCmd(stdio, f), newAuthRevokeCmd(stdio, f), newAuthKeyCmd(stdio))
 	return cmd
 }
 
@@ -246,10 +266,11 @@ func resolveAuthSecrets(name string, sc eval.ServerConfig, set *secrets.Set, sec
 }
 
 func runAuth(ctx context.Context, stdio Stdio, name string, f *authFlags) error {
-	_, sc, err := connector(stdio.parts(), f.config, name)
+	cfg, sc, err := connector(stdio.parts(), f.config, name)
 	if err != nil {
 		return err
 	}
+	f.store.secretsFile, f.store.results = f.secretsFile, cfg.Results
 	if f.port < 0 || f.port > 65535 {
 		return withCode(ExitUsage, fmt.Errorf("--port %d: give a port from 1 to 65535, or 0 for any free one", f.port))
 	}
@@ -390,7 +411,7 @@ refused or revoked needs mst auth SERVER -c EVAL again.`,
   mst auth list --json | jq '.grants[] | select(.listed.refresh_token | not) | .server'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, def, err := f.store.open(cmd.Context(), newLogger(stdio.Err, false))
+			st, def, err := f.openStore(cmd.Context(), stdio)
 			if err != nil {
 				return err
 			}
@@ -472,7 +493,7 @@ settings for connected apps, for example).`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			st, def, err := f.store.open(cmd.Context(), newLogger(stdio.Err, false))
+			st, def, err := f.openStore(cmd.Context(), stdio)
 			if err != nil {
 				return err
 			}
@@ -493,6 +514,44 @@ settings for connected apps, for example).`,
 			fmt.Fprintf(stdio.Out, "Removed the grant for server %q from %s.\n", name, storeWhere(st, def))
 			fmt.Fprintln(stdio.Out, "The provider may still consider the grant live until its tokens expire or you revoke mst's access there.")
 			return nil
+		},
+	}
+}
+
+// openStore opens the credential store for mst auth list and revoke: the
+// key from --secrets-file, the results store from -c's config.
+func (f *authFlags) openStore(ctx context.Context, stdio Stdio) (credstore.Store, *credstore.Definition, error) {
+	f.store.secretsFile = f.secretsFile
+	if f.config != "" {
+		cfg, err := eval.Load(f.config, catalog(stdio.parts()))
+		if err != nil {
+			return nil, nil, withCode(ExitUsage, err)
+		}
+		f.store.results = cfg.Results
+	}
+	return f.store.open(ctx, newLogger(stdio.Err, false))
+}
+
+func newAuthKeyCmd(stdio Stdio) *cobra.Command {
+	return &cobra.Command{
+		Use:   "new-key",
+		Short: "Print a fresh key for a shared credential store, as a secrets file line",
+		Long: `Print a line ` + credstore.KeySecret + `=KEY with a fresh random key (32 bytes, as hex) for
+the bucket credential store, which keeps connector servers' grants encrypted in
+a gs:// or s3:// bucket so that a detached run's coordinator, on another
+machine, can refresh them. Append it to your secrets file once and keep that
+file: grants stored with one key cannot be read with another.
+
+mst reads the key from the secrets file only, and never gives it to a client,
+a server or a worker; a detached run sends it to its coordinator with the rest
+of the secrets file.`,
+		Example: `  mst auth new-key >> ~/.config/mst/secrets.env
+  mst auth notes -c eval.yaml --store bucket --secrets-file ~/.config/mst/secrets.env
+  mst run eval.yaml --detach --store bucket --secrets-file ~/.config/mst/secrets.env`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, err := fmt.Fprintf(stdio.Out, "%s=%s\n", credstore.KeySecret, credstore.NewKey())
+			return err
 		},
 	}
 }

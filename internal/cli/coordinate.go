@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mst-eval/mst/credstore"
 	"io"
 	"os"
 	"os/exec"
@@ -251,6 +252,7 @@ func serveCoordinator(ctx context.Context, bundle, secretsDir string) error {
 		if err != nil {
 			return err
 		}
+		set.Withhold(credstore.KeySecret) // mst run reads it from the file; nothing it starts gets it
 		for k, v := range set.Env() {
 			c.SecretsEnv = append(c.SecretsEnv, k+"="+v)
 		}

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mst-eval/mst/credstore/bucketcreds"
 	"io"
 	"log/slog"
 	"net/url"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -502,7 +504,9 @@ func detachRun(ctx context.Context, parts *builtin.Parts, stdout, stderr io.Writ
 	if err != nil {
 		return err
 	}
-	if _, err := connectorStore(ctx, plan, &f.store, logger); err != nil {
+	f.store.secretsFile = f.secretsFile
+	creds, err := connectorStore(ctx, plan, &f.store, logger)
+	if err != nil {
 		return err
 	}
 	origin, err := filepath.Abs(plan.Config.File)
@@ -521,6 +525,11 @@ func detachRun(ctx context.Context, parts *builtin.Parts, stdout, stderr io.Writ
 	}
 	if f.store.name != "" && f.store.name != credstore.LocalName {
 		spec.Store, spec.StoreOptions = f.store.name, f.store.options
+		if b, ok := creds.(*bucketcreds.Store); ok && !slices.ContainsFunc(f.store.options, func(o string) bool { return strings.HasPrefix(o, bucketcreds.OptionURL+"=") }) {
+			// The coordinator keeps to the grants checked here, even
+			// where its results store is named otherwise (a resume's).
+			spec.StoreOptions = append(slices.Clone(f.store.options), bucketcreds.OptionURL+"="+b.Location())
+		}
 	}
 	return launchDetached(ctx, stdout, stderr, detachLaunch{
 		spec: spec, rdef: rdef, options: chosen.Options, configFile: plan.Config.File, datasets: plan.Loaded,

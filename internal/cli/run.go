@@ -251,6 +251,7 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 	if err != nil {
 		return err
 	}
+	f.store.secretsFile = f.secretsFile
 	creds, err := connectorStore(ctx, plan, &f.store, logger)
 	if err != nil {
 		return err
@@ -434,6 +435,9 @@ func secretOutput(stdio Stdio, path string) (set *secrets.Set, redact *secrets.R
 		if set, err = secrets.Load(path); err != nil {
 			return nil, nil, nil, nil, nil, withCode(ExitUsage, fmt.Errorf("--secrets-file: %w", err))
 		}
+		// The credential store's key is for the store alone (storeFlags
+		// reads it from the file): no client or worker gets it.
+		set.Withhold(credstore.KeySecret)
 	}
 	redact = secrets.NewRedactor(set)
 	stdout, stderr = redact.Writer(stdio.Out), redact.Writer(stdio.Err)
@@ -458,6 +462,7 @@ func connectorStore(ctx context.Context, plan *run.Plan, f *storeFlags, logger *
 	if len(used) == 0 {
 		return nil, nil
 	}
+	f.results = plan.Results
 	st, def, err := f.open(ctx, logger)
 	if err != nil {
 		return nil, err

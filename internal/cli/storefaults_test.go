@@ -234,12 +234,24 @@ func TestStoreFaultMatrix(t *testing.T) {
 				// The next lock call while trials are still
 				// written meets the fault (a renewal), and only
 				// it: the renewal after it and the release pass.
+				// Transcript writes wait for that renewal, so a
+				// run quicker than a renewal's period still meets
+				// it mid-run.
+				renewHit := make(chan struct{})
+				s.proxy.SetBefore(func(r *http.Request) {
+					if isTranscriptWrite(r) {
+						select {
+						case <-renewHit:
+						case <-time.After(3 * time.Second):
+						}
+					}
+				})
 				var once sync.Once
 				renewMet = s.proxy.Set(row.fault, func(r *http.Request) bool {
 					w.match(r) // the writes go on being counted
 					hit := false
 					if isLockCall(r) && w.writes.Load() < quickstartTrials {
-						once.Do(func() { hit = true })
+						once.Do(func() { hit = true; close(renewHit) })
 					}
 					return hit
 				})

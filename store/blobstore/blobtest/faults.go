@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -59,6 +60,8 @@ type FaultProxy struct {
 	// TrickleEvery is the time between two bytes of a Trickle answer
 	// (default 50ms). Set it before the first request.
 	TrickleEvery time.Duration
+	// before is what SetBefore set.
+	before atomic.Pointer[func(*http.Request)]
 
 	t        testing.TB
 	addr     string
@@ -200,6 +203,17 @@ func (p *FaultProxy) serveLocked(l net.Listener) {
 	go srv.Serve(l)
 }
 
+// SetBefore has f called with each request before it meets the fault,
+// outside the proxy's lock: a test holds requests there until an event of
+// its own (a lease renewal) has come. nil calls nothing.
+func (p *FaultProxy) SetBefore(f func(*http.Request)) {
+	if f == nil {
+		p.before.Store(nil)
+		return
+	}
+	p.before.Store(&f)
+}
+
 // meet returns the fault r meets and the channel closed when it changes.
 func (p *FaultProxy) meet(r *http.Request) (Fault, <-chan struct{}) {
 	p.mu.Lock()
@@ -219,6 +233,9 @@ func (p *FaultProxy) meet(r *http.Request) (Fault, <-chan struct{}) {
 }
 
 func (p *FaultProxy) handle(w http.ResponseWriter, r *http.Request) {
+	if f := p.before.Load(); f != nil {
+		(*f)(r)
+	}
 	f, changed := p.meet(r)
 	switch f.kind {
 	case "hang":
