@@ -17,6 +17,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/mst-eval/mst/internal/cli"
+	"github.com/mst-eval/mst/store/blobstore"
 	"github.com/mst-eval/mst/store/blobstore/blobtest"
 )
 
@@ -34,8 +35,9 @@ import (
 // open, write, read, list, renew × gs, s3), releasing a lock under a hang
 // by TestFaultReleaseBounded, cancelling by TestFaultCancel, and a cut
 // write that landed by TestFaultOnlyMatched. This matrix adds what only a
-// whole run shows: the run goes on, ends, and is resumed, for a few
-// fault × moment × cloud rows.
+// whole run shows: the run goes on, ends, and is resumed, for every fault
+// at every moment (mid-run, a lease renewal, the end; TestStoreFaultAtStart
+// the start), each on one of the two clouds.
 
 // storeFaultBound is how long mst run may take from the fault to its end,
 // with MST_STORE_CALL=2s.
@@ -186,8 +188,19 @@ func TestStoreFaultMatrix(t *testing.T) {
 		{fault: blobtest.Status(503), moment: midRun, kind: "gs", writesOnly: true, exit: 3, lost: true},
 		{fault: blobtest.Cut, moment: atEnd, kind: "gs", exit: 1},
 		{fault: blobtest.Trickle, moment: midRun, kind: "s3", exit: 1},
+		// Every answer cut from mid-run on: writes land, but none can
+		// be read back to be sure, nor the run at the end.
+		{fault: blobtest.Cut, moment: midRun, kind: "s3", exit: 1},
+		{fault: blobtest.Refuse, moment: atEnd, kind: "s3", exit: 1},
+		{fault: blobtest.Hang, moment: atEnd, kind: "gs", exit: 1},
+		{fault: blobtest.Status(503), moment: atEnd, kind: "s3", exit: 1},
+		{fault: blobtest.Trickle, moment: atEnd, kind: "gs", exit: 1},
 		{fault: blobtest.Hang, moment: renew, kind: "gs", exit: 0},
 		{fault: blobtest.Status(503), moment: renew, kind: "s3", exit: 0},
+		{fault: blobtest.Cut, moment: renew, kind: "gs", exit: 0},
+		{fault: blobtest.Trickle, moment: renew, kind: "s3", exit: 0},
+		// (Refusing is a fault of the whole store, never of one call:
+		// refused at a renewal is refused mid-run.)
 	}
 	t.Setenv(cli.CallEnv, "2s")
 	t.Setenv(cli.LeaseEnv, "1500ms") // renewed every 500ms
@@ -329,6 +342,55 @@ func TestStoreFaultMatrix(t *testing.T) {
 			}
 			if ran != quickstartTrials-before || resumed.writes.Load() != int64(quickstartTrials-before) {
 				t.Errorf("the resume said it ran %d trials and wrote %d transcripts, want the %d missing\n%s", ran, resumed.writes.Load(), quickstartTrials-before, res.stderr)
+			}
+		})
+	}
+}
+
+// TestStoreFaultAtStart: a store that fails in any way from the start is
+// refused before any server or trial starts, within blobstore.DefaultOpen
+// and a margin, with exit code 2, naming the store and saying what it
+// met; nothing is left in the bucket.
+func TestStoreFaultAtStart(t *testing.T) {
+	// Not parallel: it sets the clouds' variables.
+	rows := []struct {
+		fault blobtest.Fault
+		kind  string
+	}{
+		{blobtest.Refuse, "s3"},
+		{blobtest.Hang, "gs"},
+		{blobtest.Status(500), "s3"},
+		{blobtest.Status(503), "gs"},
+		{blobtest.Cut, "s3"},
+		{blobtest.Trickle, "gs"},
+	}
+	for _, row := range rows {
+		t.Run(strings.ReplaceAll(row.fault.String(), " ", "")+"/"+row.kind, func(t *testing.T) {
+			s := startFaultStore(t, row.kind)
+			s.proxy.TrickleEvery = 200 * time.Millisecond
+			evalFile := quickstartCopy(t)
+			t.Chdir(t.TempDir())
+			s.proxy.Set(row.fault, nil)
+			start := time.Now()
+			r := runCLI(t, "run", evalFile, "--results", s.results)
+			took := time.Since(start)
+			t.Logf("%s from the start on %s: exit %d after %s", row.fault, row.kind, r.code, took.Round(time.Millisecond))
+			if r.code != 2 {
+				t.Errorf("exit %d, want 2\n%s", r.code, r.stderr)
+			}
+			if bound := blobstore.DefaultOpen + 5*time.Second; took > bound {
+				t.Errorf("took %s to end, want less than %s", took, bound)
+			}
+			for _, want := range []string{strings.SplitN(s.results, "?", 2)[0], "store not answering"} {
+				if !strings.Contains(r.stderr, want) {
+					t.Errorf("said:\n%s\nwant it to say %q", r.stderr, want)
+				}
+			}
+			if strings.Contains(r.stderr, "trials (") {
+				t.Errorf("the run started:\n%s", r.stderr)
+			}
+			if keys := listKeys(t, s.bucket, ""); len(keys) > 0 {
+				t.Errorf("the refused run left %v in the bucket", keys)
 			}
 		})
 	}
