@@ -105,7 +105,7 @@ func (c *Coordinator) Start(ctx context.Context) error {
 		ID: s.ID, Eval: s.Eval, Command: s.Command, State: StateRunning,
 		Runner: s.Runner, Machine: s.Machine, Identity: s.Identity, PID: os.Getpid(),
 		Launched: s.Launched, Deadline: s.Deadline, Run: s.Resume, Results: s.Results,
-		Dir: s.Dir, DirHost: s.DirHost,
+		Dir: s.Dir, DirHost: s.DirHost, Store: s.Store, StoreOptions: s.StoreOptions,
 	}
 	if s.Command == CommandGrade {
 		c.status.Phase = PhaseGrade
@@ -206,7 +206,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	stopHB()
 	<-hbDone
 	if context.Cause(ctx) == errDeadline && state != StateDone {
-		state, errMsg = StateFailed, fmt.Sprintf("the coordinator reached its deadline (%s); what was collected is kept: finish the run with %s", s.Deadline.Format(time.RFC3339), ResumeHint(c.runID(), s.Results))
+		state, errMsg = StateFailed, fmt.Sprintf("the coordinator reached its deadline (%s); what was collected is kept: finish the run with %s", s.Deadline.Format(time.RFC3339), ResumeHint(c.runID(), s.Results, StoreArgs(s.Store, s.StoreOptions)...))
 	}
 	c.readProgress()
 	end := c.now().UTC()
@@ -305,7 +305,7 @@ func (c *Coordinator) steps(ctx context.Context) (state, errMsg string) {
 			return StateDone, ""
 		}
 		if resumed {
-			return StateFailed, fmt.Sprintf("the run is still partial after a resume; finish it with %s", ResumeHint(c.runID(), s.Results))
+			return StateFailed, fmt.Sprintf("the run is still partial after a resume; finish it with %s", ResumeHint(c.runID(), s.Results, StoreArgs(s.Store, s.StoreOptions)...))
 		}
 		return StateFailed, "the run is partial"
 	default:

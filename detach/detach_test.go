@@ -362,3 +362,17 @@ func TestCoordinatorScrubsPaths(t *testing.T) {
 		})
 	}
 }
+
+// TestResumeHintStore: a detached run launched with a credential store
+// other than the default says to give it again when resumed.
+func TestResumeHintStore(t *testing.T) {
+	s := detach.Status{Run: "r1", Results: "gs://b/team", Store: "bucket", StoreOptions: []string{"url=gs://b/team/.mst-credentials"}}
+	want := "mst run --resume r1 --results gs://b/team --store bucket --store-option url=gs://b/team/.mst-credentials --secrets-file YOUR-SECRETS-FILE --detach"
+	if got := s.ResumeHint(); !strings.HasPrefix(got, want) {
+		t.Errorf("ResumeHint() = %q, want it to start %q", got, want)
+	}
+	s.Store, s.StoreOptions = "", nil
+	if got := s.ResumeHint(); strings.Contains(got, "--store") {
+		t.Errorf("ResumeHint() without a store = %q", got)
+	}
+}

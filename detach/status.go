@@ -68,6 +68,10 @@ type Status struct {
 	// a resume hint names it.
 	Results  string `json:"results,omitempty"`
 	GradeSet string `json:"gradeSet,omitempty"`
+	// Store and StoreOptions are the credential store flags the run was
+	// launched with (connector servers), which a resume gives again.
+	Store        string   `json:"store,omitempty"`
+	StoreOptions []string `json:"storeOptions,omitempty"`
 	// Planned and Collected count the whole run's trials across its steps
 	// (collect, resume): planned, and stored so far; Graded the trials
 	// graded, by the grade step when there is one. The command under way
@@ -113,14 +117,34 @@ func (s Status) ResumeHint() string {
 	if results == "" {
 		results = "STORE-URL"
 	}
-	return ResumeHint(run, results)
+	return ResumeHint(run, results, StoreArgs(s.Store, s.StoreOptions)...)
 }
 
-// ResumeHint is mst run --resume run --results results --secrets-file
+// StoreArgs are the --store and --store-option flags of a credential
+// store other than the default.
+func StoreArgs(store string, options []string) []string {
+	if store == "" {
+		return nil
+	}
+	a := []string{"--store", store}
+	for _, o := range options {
+		a = append(a, "--store-option", o)
+	}
+	return a
+}
+
+// ResumeHint is mst run --resume run --results results, then store (the
+// credential store's flags, StoreArgs), then --secrets-file
 // YOUR-SECRETS-FILE --detach, followed by a sentence saying why the
 // secrets file must be named again.
-func ResumeHint(run, results string) string {
-	return fmt.Sprintf("mst run --resume %s --results %s --secrets-file YOUR-SECRETS-FILE --detach (the secrets file is not kept anywhere: give yours again)", quote(run), quote(results))
+func ResumeHint(run, results string, store ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "mst run --resume %s --results %s", quote(run), quote(results))
+	for _, a := range store {
+		b.WriteString(" " + quote(a))
+	}
+	b.WriteString(" --secrets-file YOUR-SECRETS-FILE --detach (the secrets file is not kept anywhere: give yours again)")
+	return b.String()
 }
 
 // quote quotes s for a POSIX shell when it holds anything a shell treats

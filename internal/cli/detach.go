@@ -162,7 +162,11 @@ func refuseLocalCredentials(used []string, f *storeFlags) error {
 	if len(shared) > 0 {
 		have = "this MST has " + strings.Join(shared, ", ")
 	}
-	return withCode(ExitUsage, fmt.Errorf("--detach: the connector servers %s need their grants refreshed on the coordinator machine for the whole run, and the %s credential store is on this machine only (a copy would break as soon as a refresh token rotates): give --store NAME of a shared store (%s)", strings.Join(used, ", "), def.Name, have))
+	how := ""
+	if slices.Contains(shared, bucketcreds.Name) {
+		how = fmt.Sprintf("; with --store %s the grants are kept encrypted in the results bucket, the key in your secrets file: `mst auth new-key >> SECRETS-FILE` once, then `mst auth SERVER -c EVAL --store %s --secrets-file SECRETS-FILE` for each connector server (docs/connectors.md)", bucketcreds.Name, bucketcreds.Name)
+	}
+	return withCode(ExitUsage, fmt.Errorf("--detach: the connector servers %s need their grants refreshed on the coordinator machine for the whole run, and the %s credential store is on this machine only (a copy would break as soon as a refresh token rotates): give --store NAME of a shared store (%s)%s", strings.Join(used, ", "), def.Name, have, how))
 }
 
 // planHostPaths are the paths on this machine the plan's servers use.

@@ -114,6 +114,9 @@ limits: {concurrency: 2}
 		t.Fatalf("mst runs watch exited %d\n%s\n%s", w.code, w.stdout, w.stderr)
 	}
 	s := d.status(id, time.Time{})
+	if s["store"] != "bucket" {
+		t.Errorf("the status records store %v, want bucket (a resume hint gives it again)", s["store"])
+	}
 	if s["state"] != "done" || s["collected"] != 4.0 {
 		t.Fatalf("status = %v; want done with the 4 trials collected", s)
 	}

@@ -69,6 +69,16 @@ func TestResumeCommand(t *testing.T) {
 			t.Errorf("resumeCommand(%q, config) reads as %q, want %q", loc, got, want)
 		}
 	}
+	// A credential store other than the default is given again.
+	f := runFlags{store: storeFlags{name: "bucket", options: []string{"url=gs://b/it's here"}}}
+	want := []string{"mst", "run", "--resume", absPath("r"), "--store", "bucket", "--store-option", "url=gs://b/it's here"}
+	if got := shellWords(t, resumeCommand("r", "", f)); !slices.Equal(got, want) {
+		t.Errorf("resumeCommand with --store bucket reads as %q, want %q", got, want)
+	}
+	f = runFlags{store: storeFlags{name: "local"}}
+	if got := shellWords(t, resumeCommand("r", "", f)); slices.Contains(got, "--store") {
+		t.Errorf("resumeCommand with the default store reads as %q, want no --store", got)
+	}
 	if c := resumeConfig(transcript.Run{ConfigPath: absPath("eval.yaml")}, "eval.yaml"); c != "" {
 		t.Errorf("resumeConfig of the recorded config = %q, want none", c)
 	}

@@ -1,7 +1,11 @@
 package cli
 
 import (
+	"cmp"
+
 	"fmt"
+	"github.com/mst-eval/mst/credstore"
+	"github.com/mst-eval/mst/detach"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -30,6 +34,9 @@ func resumeCommand(location, config string, f runFlags, extra ...string) string 
 	}
 	if f.maxErroredSet {
 		args = append(args, "--max-errored", f.maxErrored)
+	}
+	if f.store.name != "" && f.store.name != credstore.LocalName || len(f.store.options) > 0 {
+		args = append(args, detach.StoreArgs(cmp.Or(f.store.name, credstore.LocalName), f.store.options)...)
 	}
 	args = append(args, extra...)
 	quoted := make([]string, len(args))
