@@ -131,7 +131,9 @@ http://127.0.0.1:PORT/callback, mst exchanges the code (with PKCE) for an
 access token and a refresh token, lists the server's tools with it to check it
 works, and keeps the grant in the credential store (--store, by default the
 local one: files encrypted at rest under ~/.config/mst/credentials, the key in
-~/.local/share/mst/credentials.key).
+~/.local/share/mst/credentials.key). A detached run needs --store bucket: the
+grants sealed in the results bucket (or --store-option url=gs://…), the key
+MST_CREDENTIALS_KEY in --secrets-file (mst auth new-key makes one).
 
 Each run's coordinator then refreshes the grant as needed and hands its workers
 short-lived access tokens only; the refresh token never leaves the store's
@@ -155,6 +157,7 @@ eval config.
 		Example: `  mst auth notes -c eval.yaml
   mst auth notes -c eval.yaml --no-browser
   mst auth notes -c eval.yaml --secrets-file ~/.config/mst/secrets.env
+  mst auth notes -c eval.yaml --store bucket --secrets-file ~/.config/mst/secrets.env
   mst auth list
   mst auth revoke notes`,
 		Args: func(cmd *cobra.Command, args []string) error {
