@@ -97,6 +97,7 @@ func TestServeStopsWhenCopiesKeepFailing(t *testing.T) {
 		for i, name := range names {
 			key := transcript.Key{Case: name, Variant: "v", Trial: i + 1}
 			w.sendMsg(&shard.Acquire{ID: int64(i + 1), Key: key})
+			synctest.Wait() // the grant, before the report, as a worker waits for it
 			w.sendMsg(&shard.Trial{Acquire: int64(i + 1), Key: key, Status: transcript.Answered, Path: fmt.Sprintf("transcripts/v/%s.t%d.json", name, i+1)})
 			synctest.Wait()
 			if i < len(names)-1 && w.returned() {

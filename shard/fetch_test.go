@@ -124,6 +124,12 @@ func TestServeFetchBounded(t *testing.T) {
 		key := transcript.Key{Case: "c", Variant: "v", Trial: 1}
 		w.sendMsg(helloFrom("test", 0))
 		w.sendMsg(&shard.Acquire{ID: 1, Key: key})
+		// A worker reports a trial only once it was granted (the grant
+		// may come from another goroutine of Serve).
+		synctest.Wait()
+		if g := w.granted(); len(g) != 1 {
+			t.Fatalf("granted %v, want the one acquire", g)
+		}
 		w.sendMsg(&shard.Trial{Acquire: 1, Key: key, Status: transcript.Answered, Path: "transcripts/v/c.t1.json"})
 		// Both tries end at CopyBackTimeout; the worker's heartbeats (every
 		// 10s, as a worker sends them) reach Serve all the while.
