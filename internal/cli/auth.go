@@ -87,13 +87,22 @@ func (f *storeFlags) open(ctx context.Context, logger *slog.Logger) (credstore.S
 	return st, def, nil
 }
 
-// storeWhere says where a store keeps its grants, for messages.
-func storeWhere(st credstore.Store, def *credstore.Definition) string {
+// storeLocation is where a built-in store keeps its grants: the local
+// store's folder, the bucket store's URL; "" for another store.
+func storeLocation(st credstore.Store) string {
 	switch s := st.(type) {
 	case *credstore.Local:
-		return fmt.Sprintf("the %s credential store (%s)", def.Name, s.Dir())
+		return s.Dir()
 	case *bucketcreds.Store:
-		return fmt.Sprintf("the %s credential store (%s)", def.Name, s.Location())
+		return s.Location()
+	}
+	return ""
+}
+
+// storeWhere says where a store keeps its grants, for messages.
+func storeWhere(st credstore.Store, def *credstore.Definition) string {
+	if where := storeLocation(st); where != "" {
+		return fmt.Sprintf("the %s credential store (%s)", def.Name, where)
 	}
 	return fmt.Sprintf("the %s credential store", def.Name)
 }
@@ -426,9 +435,10 @@ refused or revoked needs mst auth SERVER -c EVAL again.`,
 				enc := json.NewEncoder(stdio.Out)
 				enc.SetIndent("", "  ")
 				if err := enc.Encode(struct {
-					Store  string            `json:"store"`
-					Grants []credstore.Grant `json:"grants"`
-				}{def.Name, grants}); err != nil {
+					Store    string            `json:"store"`
+					Location string            `json:"location,omitempty"`
+					Grants   []credstore.Grant `json:"grants"`
+				}{def.Name, storeLocation(st), grants}); err != nil {
 					return err
 				}
 			} else if len(grants) == 0 && listErr == nil {

@@ -75,9 +75,9 @@ limits: {concurrency: 2}
 	if err != nil {
 		t.Fatalf("the grant mst auth stored: %v", err)
 	}
-	list := runCLI(t, "auth", "list", "-c", d.eval, "--secrets-file", d.secrets, "--store", "bucket")
-	if list.code != 0 || !strings.Contains(list.stdout, "notes") {
-		t.Errorf("mst auth list --store bucket exited %d:\n%s%s", list.code, list.stdout, list.stderr)
+	list := runCLI(t, "auth", "list", "-c", d.eval, "--secrets-file", d.secrets, "--store", "bucket", "--json")
+	if want := `"location": "` + d.results + "/" + bucketcreds.DefaultFolder + `"`; list.code != 0 || !strings.Contains(list.stdout, `"server": "notes"`) || !strings.Contains(list.stdout, want) {
+		t.Errorf("mst auth list --store bucket --json exited %d, want the grant and %s:\n%s%s", list.code, want, list.stdout, list.stderr)
 	}
 	srv.SetRotation(true)
 	srv.Advance(2 * time.Hour) // the access token mst auth got has expired
