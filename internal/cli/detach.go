@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/mst-eval/mst/credstore/bucketcreds"
+	"github.com/mst-eval/mst/internal/proctree"
 	"io"
 	"log/slog"
 	"net/url"
@@ -205,6 +206,27 @@ func refuseSharedDir(ctx context.Context, l detachLaunch, s *detach.Spec, now ti
 		if o.Runner == s.Runner && o.Dir == s.Dir && o.DirHost == s.DirHost && o.Live(now) {
 			return withCode(ExitUsage, fmt.Errorf("--detach: the runner %s's dir %s is in use by the detached run %s (%s, launched %s): two runs in one dir would share their folders; give this run another with --runner-option dir=ANOTHER-FOLDER, leave dir unset for a new temporary folder, or wait until mst runs watch %s shows it ended",
 				s.Runner, s.Dir, o.ID, o.Shown(now), o.Launched.Local().Format(time.RFC3339), shortID(o.ID)))
+		}
+	}
+	// The folders of any other run in it (another eval's, detached or
+	// not) are marked with their owner, and the dir is on this machine.
+	// (A detached run of this eval that its status says ended is not in
+	// the way: its coordinator may still be clearing its folder.)
+	ended := map[string]bool{}
+	for _, o := range list {
+		if !o.Live(now) {
+			ended[o.ID] = true
+		}
+	}
+	marks, _ := filepath.Glob(filepath.Join(s.Dir, "*", proctree.OwnerFile))
+	for _, m := range marks {
+		if o, err := proctree.ReadOwner(filepath.Dir(m)); err == nil && o.Alive() && !ended[o.Run] {
+			what := "a run"
+			if o.Run != "" {
+				what = "the run " + o.Run
+			}
+			return withCode(ExitUsage, fmt.Errorf("--detach: the runner %s's dir %s is in use by %s (process %d, its folder %s): two runs in one dir would share their folders; give this run another with --runner-option dir=ANOTHER-FOLDER, or leave dir unset for a new temporary folder",
+				s.Runner, s.Dir, what, o.PID, filepath.Dir(m)))
 		}
 	}
 	return nil

@@ -758,6 +758,18 @@ func TestDetachSharedDir(t *testing.T) {
 	if r.code != int(cli.ExitUsage) || !strings.Contains(r.stderr, "in use by the detached run "+first) || !strings.Contains(r.stderr, "--runner-option dir=ANOTHER-FOLDER") {
 		t.Errorf("a second launch in the dir %s exited %d, want %d naming %s:\n%s", shards, r.code, cli.ExitUsage, first, r.stderr)
 	}
+	// Another eval's launch in the same dir is refused too: its records
+	// are apart, but the dir's folders say who owns them.
+	other := filepath.Join(d.dir, "other.yaml")
+	cfg, _ := os.ReadFile(d.eval)
+	os.WriteFile(other, bytes.Replace(cfg, []byte("name: detached"), []byte("name: other"), 1), 0o644)
+	r = d.mst("run", other, "--results", d.results, "--variant", "v", "--runner", "processes", "--runner-option", "dir="+shards, "--detach", "--secrets-file", d.secrets)
+	if r.code != int(cli.ExitUsage) || !strings.Contains(r.stderr, "is in use by the run ") || !strings.Contains(r.stderr, "--runner-option dir=ANOTHER-FOLDER") {
+		t.Errorf("another eval's launch in the dir %s exited %d, want %d saying the dir is in use:\n%s", shards, r.code, cli.ExitUsage, r.stderr)
+	}
+	if keys := listKeys(t, d.bucket, "team/other/"); len(keys) > 0 {
+		t.Errorf("the refused launch of another eval left %v", keys)
+	}
 	if keys := listKeys(t, d.bucket, "team/detached/detached/"); len(keys) > 0 {
 		for _, k := range keys {
 			if !strings.Contains(k, first) {
