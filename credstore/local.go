@@ -603,18 +603,10 @@ func (s *Local) WithLock(ctx context.Context, server string, fn func(ctx context
 			LockWaiting(ctx, server)
 		}
 	}
-	pl := inProcess(path)
-	select {
-	case pl <- struct{}{}:
-	default:
-		wait()
-		select {
-		case pl <- struct{}{}:
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for the lock on server %q's grant: %w", server, ctx.Err())
-		}
+	release, err := LockInProcess(ctx, path, server, wait)
+	if err != nil {
+		return err
 	}
-	release := func() { <-pl }
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		release()
@@ -658,20 +650,40 @@ func (s *Local) WithLock(ctx context.Context, server string, fn func(ctx context
 // heldKey marks, in the ctx WithLock gives fn, the lock file it holds.
 type heldKey struct{ path string }
 
-// inProcess returns the in-process lock of a lock file: a channel of one
-// slot, full while a goroutine of this process holds the lock or waits
-// for its flock. Goroutines wait here instead of each in a flock call.
-// Entries are never removed; there is one per server used.
-func inProcess(path string) chan struct{} {
+// LockInProcess takes the in-process lock named key (a store's lock
+// file, or its lock's URL) for server's grant, held while a goroutine of
+// this process holds the store's own lock or waits for it: goroutines
+// wait here instead of each in the store's lock (a flock call, polling a
+// bucket). It calls wait before it waits, and gives up when ctx ends.
+// release lets the lock go.
+func LockInProcess(ctx context.Context, key, server string, wait func()) (release func(), err error) {
+	pl := processLock(key)
+	select {
+	case pl <- struct{}{}:
+	default:
+		wait()
+		select {
+		case pl <- struct{}{}:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for the lock on server %q's grant: %w", server, ctx.Err())
+		}
+	}
+	return func() { <-pl }, nil
+}
+
+// processLock returns the in-process lock named key: a channel of one
+// slot, full while it is held. Entries are never removed; there is one
+// per server used.
+func processLock(key string) chan struct{} {
 	procLocks.Lock()
 	defer procLocks.Unlock()
 	if procLocks.m == nil {
 		procLocks.m = map[string]chan struct{}{}
 	}
-	ch := procLocks.m[path]
+	ch := procLocks.m[key]
 	if ch == nil {
 		ch = make(chan struct{}, 1)
-		procLocks.m[path] = ch
+		procLocks.m[key] = ch
 	}
 	return ch
 }

@@ -35,6 +35,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gocloud.dev/blob"
@@ -323,7 +324,7 @@ func (st *Store) WithLock(ctx context.Context, server string, fn func(ctx contex
 	dir := st.key(locksDir + credstore.GrantObject(server))
 	id := st.s.URLOf(dir)
 	key := heldKey{id}
-	if held, ok := ctx.Value(key).(*heldFlag); ok && held.on() {
+	if held, ok := ctx.Value(key).(*atomic.Bool); ok && held.Load() {
 		return fn(ctx)
 	}
 	if err := ctx.Err(); err != nil {
@@ -338,18 +339,11 @@ func (st *Store) WithLock(ctx context.Context, server string, fn func(ctx contex
 	}
 	// Goroutines of this process wait on a channel, not by polling the
 	// bucket.
-	pl := inProcess(id)
-	select {
-	case pl <- struct{}{}:
-	default:
-		wait()
-		select {
-		case pl <- struct{}{}:
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for the lock on server %q's grant: %w", server, ctx.Err())
-		}
+	unlock, err := credstore.LockInProcess(ctx, id, server, wait)
+	if err != nil {
+		return err
 	}
-	defer func() { <-pl }()
+	defer unlock()
 	what := fmt.Sprintf("the lock on server %q's grant", server)
 	owner := transcript.Owner{PID: os.Getpid(), Host: hostname(), Started: time.Now().UTC()}
 	poll := lockPollLo
@@ -374,41 +368,13 @@ func (st *Store) WithLock(ctx context.Context, server string, fn func(ctx contex
 		}
 		poll = min(2*poll, lockPollHi)
 	}
-	held := &heldFlag{}
-	held.set(true)
+	held := new(atomic.Bool)
+	held.Store(true)
 	defer func() {
-		held.set(false)
+		held.Store(false)
 		release() // a failed release lets the lock go a lease later
 	}()
 	return fn(context.WithValue(ctx, key, held))
-}
-
-type heldFlag struct {
-	mu sync.Mutex
-	v  bool
-}
-
-func (h *heldFlag) set(v bool) { h.mu.Lock(); h.v = v; h.mu.Unlock() }
-func (h *heldFlag) on() bool   { h.mu.Lock(); defer h.mu.Unlock(); return h.v }
-
-var procLocks struct {
-	sync.Mutex
-	m map[string]chan struct{}
-}
-
-// inProcess is the in-process lock of one grant's lock.
-func inProcess(id string) chan struct{} {
-	procLocks.Lock()
-	defer procLocks.Unlock()
-	if procLocks.m == nil {
-		procLocks.m = map[string]chan struct{}{}
-	}
-	ch := procLocks.m[id]
-	if ch == nil {
-		ch = make(chan struct{}, 1)
-		procLocks.m[id] = ch
-	}
-	return ch
 }
 
 func hostname() string {

@@ -39,27 +39,7 @@ func newConnectorSetup(t *testing.T) *connectorSetup {
 	if err := os.WriteFile(c.secrets, []byte("NOTES_CLIENT_SECRET="+c.srv.ClientSecret()+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var cases strings.Builder
-	for i, id := range []string{"a", "über-🦉", strings.Repeat("長", 60)} {
-		fmt.Fprintf(&cases, `{"id": %q, "input": "Please echo 'word %d'", "expect": [{"toolCalled": "echo"}]}`+"\n", id, i)
-	}
-	cases.WriteString(`{"id": "note", "input": "Write a note", "expect": [{"toolCalled": "write_note"}]}` + "\n")
-	os.WriteFile(filepath.Join(c.dir, "cases.jsonl"), []byte(cases.String()), 0o644)
-	c.eval = filepath.Join(c.dir, "eval.yaml")
-	cfg := fmt.Sprintf(`name: connector
-datasets: [cases.jsonl]
-servers:
-  notes:
-    url: %s
-    oauth: {clientId: %q, clientSecret: "${secret:NOTES_CLIENT_SECRET}"}
-    writes: [write_note]
-variants:
-  v: {model: offline}
-limits: {concurrency: 2}
-`, c.srv.MCPURL(), c.srv.ClientID())
-	if err := os.WriteFile(c.eval, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	c.eval = writeConnectorEval(t, c.dir, c.srv, "connector", "")
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -82,6 +62,38 @@ limits: {concurrency: 2}
 		t.Fatal("mst auth stored no refresh token")
 	}
 	return c
+}
+
+// writeConnectorEval writes, in dir, the eval name whose one server is
+// srv's connector server (its preregistered client, the secret
+// NOTES_CLIENT_SECRET) with four cases, three that echo and one that
+// writes a note, and returns its path; extra is added to the config.
+func writeConnectorEval(t *testing.T, dir string, srv *oauthtest.Server, name, extra string) string {
+	t.Helper()
+	var cases strings.Builder
+	for i, id := range []string{"a", "über-🦉", strings.Repeat("長", 60)} {
+		fmt.Fprintf(&cases, `{"id": %q, "input": "Please echo 'word %d'", "expect": [{"toolCalled": "echo"}]}`+"\n", id, i)
+	}
+	cases.WriteString(`{"id": "note", "input": "Write a note", "expect": [{"toolCalled": "write_note"}]}` + "\n")
+	if err := os.WriteFile(filepath.Join(dir, "cases.jsonl"), []byte(cases.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "eval.yaml")
+	cfg := fmt.Sprintf(`name: %s
+datasets: [cases.jsonl]
+servers:
+  notes:
+    url: %s
+    oauth: {clientId: %q, clientSecret: "${secret:NOTES_CLIENT_SECRET}"}
+    writes: [write_note]
+variants:
+  v: {model: offline}
+limits: {concurrency: 2}
+%s`, name, srv.MCPURL(), srv.ClientID(), extra)
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // runConnector runs `mst run` with the program mst (not this process, so

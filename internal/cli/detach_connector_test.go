@@ -5,7 +5,6 @@ package cli_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,24 +34,7 @@ func TestDetachConnector(t *testing.T) {
 	srv := oauthtest.Start(t)
 	key := credstore.NewKey()
 	os.WriteFile(d.secrets, []byte("NOTES_CLIENT_SECRET="+srv.ClientSecret()+"\n"+credstore.KeySecret+"="+key+"\n"), 0o600)
-	var cases strings.Builder
-	for i, id := range quickOrder() {
-		fmt.Fprintf(&cases, `{"id": %q, "input": "Please echo 'word %d'", "expect": [{"toolCalled": "echo"}]}`+"\n", id, i)
-	}
-	cases.WriteString(`{"id": "note", "input": "Write a note", "expect": [{"toolCalled": "write_note"}]}` + "\n")
-	os.WriteFile(filepath.Join(d.dir, "cases.jsonl"), []byte(cases.String()), 0o644)
-	os.WriteFile(d.eval, []byte(fmt.Sprintf(`name: detached
-datasets: [cases.jsonl]
-results: %s
-servers:
-  notes:
-    url: %s
-    oauth: {clientId: %q, clientSecret: "${secret:NOTES_CLIENT_SECRET}"}
-    writes: [write_note]
-variants:
-  v: {model: offline}
-limits: {concurrency: 2}
-`, d.results, srv.MCPURL(), srv.ClientID())), 0o644)
+	d.eval = writeConnectorEval(t, d.dir, srv, "detached", "results: "+d.results+"\n")
 
 	// mst auth, as a person would, into the bucket store by default
 	// under the results store.
