@@ -4,7 +4,6 @@ package builtin
 
 import (
 	"context"
-	"github.com/mst-eval/mst/credstore/bucketcreds"
 	"sync"
 
 	"github.com/mst-eval/mst/client"
@@ -16,6 +15,7 @@ import (
 	"github.com/mst-eval/mst/client/cowork"
 	"github.com/mst-eval/mst/client/geminicli"
 	"github.com/mst-eval/mst/credstore"
+	"github.com/mst-eval/mst/credstore/bucketcreds"
 	"github.com/mst-eval/mst/dataset"
 	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/plugin"

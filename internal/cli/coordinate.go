@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/mst-eval/mst/credstore"
 	"io"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mst-eval/mst/credstore"
 	"github.com/mst-eval/mst/detach"
 	"github.com/mst-eval/mst/internal/atomicfile"
 	"github.com/mst-eval/mst/internal/proctree"

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/mst-eval/mst/credstore/bucketcreds"
-	"github.com/mst-eval/mst/internal/proctree"
 	"io"
 	"log/slog"
 	"net/url"
@@ -22,11 +20,13 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mst-eval/mst/credstore"
+	"github.com/mst-eval/mst/credstore/bucketcreds"
 	"github.com/mst-eval/mst/dataset"
 	"github.com/mst-eval/mst/detach"
 	"github.com/mst-eval/mst/eval"
 	"github.com/mst-eval/mst/internal/atomicfile"
 	"github.com/mst-eval/mst/internal/builtin"
+	"github.com/mst-eval/mst/internal/proctree"
 	"github.com/mst-eval/mst/report"
 	"github.com/mst-eval/mst/run"
 	"github.com/mst-eval/mst/runner"
@@ -530,7 +530,6 @@ func detachRun(ctx context.Context, parts *builtin.Parts, stdout, stderr io.Writ
 	if err != nil {
 		return err
 	}
-	f.store.secretsFile = f.secretsFile
 	creds, err := connectorStore(ctx, plan, &f.store, logger)
 	if err != nil {
 		return err

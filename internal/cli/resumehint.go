@@ -2,16 +2,15 @@ package cli
 
 import (
 	"cmp"
-
 	"fmt"
-	"github.com/mst-eval/mst/credstore"
-	"github.com/mst-eval/mst/detach"
 	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/mst-eval/mst/credstore"
+	"github.com/mst-eval/mst/detach"
 	"github.com/mst-eval/mst/transcript"
 )
 

@@ -166,6 +166,7 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 	for _, w := range set.Warnings() {
 		fmt.Fprintf(stderr, "mst: warning: %s\n", w)
 	}
+	f.store.secretsFile = f.secretsFile // a shared credential store's key
 
 	limit, err := parseErrorLimit(f.maxErrored)
 	if err != nil {
@@ -251,7 +252,6 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 	if err != nil {
 		return err
 	}
-	f.store.secretsFile = f.secretsFile
 	creds, err := connectorStore(ctx, plan, &f.store, logger)
 	if err != nil {
 		return err
