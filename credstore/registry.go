@@ -57,13 +57,20 @@ func (p Params) CheckOptions(store string, known ...string) error {
 	for _, k := range keys {
 		if !slices.Contains(known, k) {
 			if len(known) == 0 {
-				return fmt.Errorf("the %s credential store takes no options; got %q", store, k)
+				return &OptionError{fmt.Errorf("the %s credential store takes no options; got %q", store, k)}
 			}
-			return fmt.Errorf("the %s credential store has no option %q (known: %s)", store, k, strings.Join(known, ", "))
+			return &OptionError{fmt.Errorf("the %s credential store has no option %q (known: %s)", store, k, strings.Join(known, ", "))}
 		}
 	}
 	return nil
 }
+
+// OptionError is a store's refusal of its options (--store-option): one
+// it does not know, or a value it cannot use.
+type OptionError struct{ Err error }
+
+func (e *OptionError) Error() string { return e.Err.Error() }
+func (e *OptionError) Unwrap() error { return e.Err }
 
 // Registry holds credential store definitions by name.
 type Registry struct {

@@ -78,7 +78,7 @@ func Definition() *credstore.Definition {
 			}
 			raw, err := Location(p.Options[OptionURL], p.Results)
 			if err != nil {
-				return nil, err
+				return nil, &credstore.OptionError{Err: err}
 			}
 			key, ok := p.SecretValue(credstore.KeySecret)
 			if !ok {

@@ -82,7 +82,10 @@ func (f *storeFlags) open(ctx context.Context, logger *slog.Logger) (credstore.S
 	ctx = blobstore.WithOptions(ctx, blobOptions(ctx, ""))
 	st, err := def.Create(ctx, p)
 	if err != nil {
-		return nil, nil, withCode(ExitUsage, fmt.Errorf("opening the %s credential store: %w; fix its --store-option settings, or choose another store with --store (%s)", def.Name, err, strings.Join(reg.Names(), ", ")))
+		if oe := (*credstore.OptionError)(nil); errors.As(err, &oe) {
+			return nil, nil, withCode(ExitUsage, fmt.Errorf("opening the %s credential store: %w; fix its --store-option settings, or choose another store with --store (%s)", def.Name, err, strings.Join(reg.Names(), ", ")))
+		}
+		return nil, nil, withCode(ExitUsage, fmt.Errorf("opening the %s credential store: %w", def.Name, err))
 	}
 	return st, def, nil
 }

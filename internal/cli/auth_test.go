@@ -348,3 +348,33 @@ func TestAuthErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthBucketErrors: the bucket store without its key, or without a
+// place for its grants, says what to give; a missing key never sends the
+// user to the store's options.
+func TestAuthBucketErrors(t *testing.T) {
+	t.Parallel()
+	noKey := filepath.Join(t.TempDir(), "s.env")
+	os.WriteFile(noKey, []byte("OTHER=something-long\n"), 0o600)
+	for _, c := range []struct {
+		args, want []string
+		options    bool
+	}{
+		{[]string{"auth", "list", "--store", "bucket", "--store-option", "url=gs://b/x", "--secrets-file", noKey}, []string{"the secrets file holds no MST_CREDENTIALS_KEY", "mst auth new-key >> FILE"}, false},
+		{[]string{"auth", "revoke", "notes", "--store", "bucket", "--store-option", "url=gs://b/x"}, []string{"no --secrets-file was given", "mst auth new-key"}, false},
+		{[]string{"auth", "list", "--store", "bucket", "--secrets-file", noKey}, []string{"give --store-option url=gs://BUCKET/PREFIX"}, true},
+	} {
+		r := runCLI(t, c.args...)
+		if r.code != int(cli.ExitUsage) {
+			t.Errorf("mst %v: exit %d, want %d:\n%s", c.args, r.code, cli.ExitUsage, r.stderr)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("mst %v: error lacks %q:\n%s", c.args, w, r.stderr)
+			}
+		}
+		if got := strings.Contains(r.stderr, "fix its --store-option settings"); got != c.options {
+			t.Errorf("mst %v: sends the user to the store's options: %v, want %v:\n%s", c.args, got, c.options, r.stderr)
+		}
+	}
+}
