@@ -10,12 +10,15 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"gocloud.dev/blob"
 
 	"github.com/mst-eval/mst/credstore"
 	"github.com/mst-eval/mst/credstore/bucketcreds"
 	"github.com/mst-eval/mst/credstore/credstoretest"
+	"github.com/mst-eval/mst/store"
+	"github.com/mst-eval/mst/store/blobstore"
 	"github.com/mst-eval/mst/store/blobstore/blobtest"
 )
 
@@ -230,5 +233,53 @@ func TestDefinition(t *testing.T) {
 	}
 	if errors.Is(err, credstore.ErrNotFound) {
 		t.Error("a missing bucket reads as a missing grant")
+	}
+}
+
+// TestFaults: a bucket that refuses, never answers, answers 503 or cuts
+// its answers fails each of Get, Put, List and WithLock within the
+// store's bounds, saying the store is not answering; nothing waits for
+// ever, and a Ctrl-C (ctx) ends a wait for a lock at once.
+func TestFaults(t *testing.T) {
+	g := blobtest.StartGCS(t)
+	name := g.NewBucket(t)
+	p, host := blobtest.StartFaultProxy(t, g.Host())
+	t.Setenv("STORAGE_EMULATOR_HOST", host)
+	ctx := blobstore.WithOptions(t.Context(), blobstore.Options{Limits: blobstore.Limits{Call: time.Second, Try: 300 * time.Millisecond, Backoff: 30 * time.Millisecond}})
+	st, err := open(ctx, "gs://"+name+"/faults", credstore.NewKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Put(ctx, credstoretest.NewGrant("notes")); err != nil {
+		t.Fatal(err)
+	}
+	const bound = 5 * time.Second // a call's second, with room for a loaded machine
+	for _, f := range []blobtest.Fault{blobtest.Refuse, blobtest.Hang, blobtest.Status(503), blobtest.Cut} {
+		p.Set(f, nil)
+		for what, call := range map[string]func(context.Context) error{
+			"Get":  func(ctx context.Context) error { _, err := st.Get(ctx, "notes"); return err },
+			"Put":  func(ctx context.Context) error { return st.Put(ctx, credstoretest.NewGrant("notes")) },
+			"List": func(ctx context.Context) error { _, err := st.List(ctx); return err },
+			"WithLock": func(ctx context.Context) error {
+				return st.WithLock(ctx, "notes", func(context.Context) error { return nil })
+			},
+		} {
+			start := time.Now()
+			err := call(ctx)
+			took := time.Since(start)
+			if err == nil || !errors.Is(err, store.ErrUnavailable) {
+				t.Errorf("%s under %s: %v, want the store not answering", what, f, err)
+			}
+			if errors.Is(err, credstore.ErrNotFound) {
+				t.Errorf("%s under %s reads as a missing grant", what, f)
+			}
+			if took > bound {
+				t.Errorf("%s under %s took %s, want less than %s", what, f, took, bound)
+			}
+		}
+	}
+	p.Set(blobtest.Pass, nil)
+	if _, err := st.Get(ctx, "notes"); err != nil {
+		t.Errorf("Get once the bucket answers again: %v", err)
 	}
 }
