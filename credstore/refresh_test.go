@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -25,7 +24,6 @@ import (
 	"github.com/mst-eval/mst/credstore"
 	"github.com/mst-eval/mst/credstore/credstoretest"
 	"github.com/mst-eval/mst/internal/oauthtest"
-	"github.com/mst-eval/mst/shard"
 )
 
 // refreshHelperEnv makes the test binary a second process that asks for
@@ -535,13 +533,7 @@ func TestTokensNoSecretInErrorsOrLogs(t *testing.T) {
 	if !strings.Contains(texts[2], "[redacted]") {
 		t.Errorf("the answer that echoes the client secret was not redacted (or no longer echoes it): %q", texts[2])
 	}
-	// Through the shard adapter too, which logs what it cannot serve.
-	src := credstore.ShardTokens(e.tokens, map[string]string{"OK_TOKEN": "ok", "ECHOED_TOKEN": "echoed"})
-	got, err := src.Tokens(t.Context(), shard.NeedTokens{Servers: []string{"ok", "echoed"}})
-	if err != nil || len(got) != 2 || got["OK_TOKEN"].Value == "" || got["ECHOED_TOKEN"].Refused == "" || got["ECHOED_TOKEN"].Value != "" {
-		t.Errorf("ShardTokens gave %+v, %v; want OK_TOKEN's value and ECHOED_TOKEN refused", got, err)
-	}
-	texts = append(texts, e.logs.String(), got["ECHOED_TOKEN"].Refused)
+	texts = append(texts, e.logs.String())
 	for _, text := range texts {
 		for _, v := range secrets {
 			if v != "" && strings.Contains(text, v) {
@@ -551,49 +543,5 @@ func TestTokensNoSecretInErrorsOrLogs(t *testing.T) {
 	}
 	if !strings.Contains(e.logs.String(), "refreshed an access token") {
 		t.Errorf("the log has no line for the refresh: %s", e.logs)
-	}
-}
-
-func TestShardTokens(t *testing.T) {
-	e := newRefreshEnv(t)
-	e.authorize(t, "alpha", time.Hour)
-	e.authorize(t, "beta", time.Hour)
-	src := credstore.ShardTokens(e.tokens, map[string]string{"A1": "alpha", "A2": "alpha", "B": "beta", "C": "gamma"})
-	// names lists the names with a value, then those refused (each with
-	// a reason that says to run mst auth).
-	names := func(m map[string]shard.Token) string {
-		var out, refused []string
-		for k, v := range m {
-			switch {
-			case v.Refused != "":
-				if v.Value != "" || !strings.Contains(v.Refused, "mst auth") {
-					t.Errorf("token %s: refused %q with a value, or without saying to run mst auth", k, v.Refused)
-				}
-				refused = append(refused, k)
-			case v.Value == "" || v.Expires.IsZero():
-				t.Errorf("token %s has no value or no expiry", k)
-			default:
-				out = append(out, k)
-			}
-		}
-		slices.Sort(out)
-		slices.Sort(refused)
-		return strings.Join(out, ",") + "/" + strings.Join(refused, ",")
-	}
-	for _, c := range []struct {
-		req  shard.NeedTokens
-		want string
-	}{
-		{shard.NeedTokens{Servers: []string{"alpha"}}, "A1,A2/"},
-		{shard.NeedTokens{Names: []string{"B"}}, "B/"},
-		{shard.NeedTokens{Names: []string{"A2"}, Servers: []string{"beta"}}, "A2,B/"},
-		{shard.NeedTokens{Names: []string{"nope"}, Servers: []string{"delta"}}, "/"},
-		{shard.NeedTokens{Names: []string{"B", "C"}}, "B/C"}, // gamma has no grant
-		{shard.NeedTokens{Names: []string{"C"}}, "/C"},
-	} {
-		got, err := src.Tokens(t.Context(), c.req)
-		if err != nil || names(got) != c.want {
-			t.Errorf("Tokens(%+v) = %s, %v; want %s", c.req, names(got), err, c.want)
-		}
 	}
 }

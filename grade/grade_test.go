@@ -293,7 +293,7 @@ func TestTrial(t *testing.T) {
 				gs = append(gs, mustParse(t, s))
 			}
 			want := tt.want
-			want.Trial = Summarize(tt.t)
+			want.Trial = transcript.Summarize(tt.t)
 			if diff := cmp.Diff(want, Trial(tt.t, gs)); diff != "" {
 				t.Errorf("Trial(%s, %d graders) (-want +got):\n%s", tt.t.Outcome.Status, len(gs), diff)
 			}

@@ -41,30 +41,6 @@ const (
 	judgeMaxTokens = 1024  // default maxTokens of the judge's reply
 )
 
-// Scale is the range of a judge's score, both ends included.
-type Scale struct {
-	Min int `json:"min"`
-	Max int `json:"max"`
-}
-
-// Verdict is what a judge said about one transcript.
-type Verdict struct {
-	// Hash identifies the judge: its prompt (rubric, scale, input), model
-	// and settings, but not the case's reference or the transcript. Two
-	// grades with the same hash were made by the same judge.
-	Hash  string `json:"hash"`
-	Model string `json:"model"`
-	// Verdict is "pass" or "fail", as the judge model said; "" when the
-	// judge errored (Result.Error says why).
-	Verdict   string  `json:"verdict"`
-	Score     float64 `json:"score"`
-	Scale     Scale   `json:"scale"`
-	Rationale string  `json:"rationale,omitempty"`
-	// InputTokens and OutputTokens are the judge model's usage.
-	InputTokens  int64 `json:"inputTokens,omitempty"`
-	OutputTokens int64 `json:"outputTokens,omitempty"`
-}
-
 // ContextGrader is a grader that calls out (a judge asks a model): it
 // takes a context and the Judges that reach the models. Trial and
 // TrialContext call GradeWith in place of Grade.

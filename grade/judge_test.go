@@ -76,7 +76,7 @@ func TestJudgeWireFormats(t *testing.T) {
 				t.Fatalf("grade = %+v, want a graded pass", pass)
 			}
 			v := pass.Results[0].Judge
-			if v == nil || v.Verdict != "pass" || v.Score != 4 || v.Rationale != "backed by the forecast" || v.Scale != (Scale{1, 5}) || v.Model != f.model || len(v.Hash) != 16 {
+			if v == nil || v.Verdict != "pass" || v.Score != 4 || v.Rationale != "backed by the forecast" || v.Scale != (Scale{Min: 1, Max: 5}) || v.Model != f.model || len(v.Hash) != 16 {
 				t.Errorf("verdict = %+v", v)
 			}
 			fail := TrialContext(t.Context(), weatherTrial("And in Tokyo?"), []Grader{g}, js)

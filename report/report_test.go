@@ -278,7 +278,7 @@ func TestNewTrial(t *testing.T) {
 		Outcome:   transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseServer},
 	}
 	// An errored trial is never graded: Passed set by mistake does not count.
-	got := NewTrial(grade.TrialGrade{Key: key, Passed: true, Trial: grade.Summarize(tx)})
+	got := NewTrial(grade.TrialGrade{Key: key, Passed: true, Trial: transcript.Summarize(tx)})
 	want := Trial{Key: key, Status: "errored", Cause: "server", InputTokens: 10, OutputTokens: 2, DurationMs: 1234.5, ToolCalls: 4}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("NewTrial (-want +got):\n%s", diff)

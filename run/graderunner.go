@@ -247,7 +247,7 @@ func (g *GradeOn) bundles(ctx context.Context, st store.Run, rec transcript.Run,
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			return nil, nil, fmt.Errorf("writing a grade shard's transcript: %w", err)
 		}
-		facts[k] = grade.Summarize(t)
+		facts[k] = transcript.Summarize(t)
 		w := work[i]
 		if w == nil {
 			w = &shard.GradeWork{Set: set, Graders: specs, Concurrency: g.Concurrency}

@@ -36,13 +36,13 @@ const notJudged = "not graded yet: this case's judges need a model; grade the ru
 // grade grades t, or says it is not graded.
 func (g grading) grade(ctx context.Context, t *transcript.Transcript) (tg grade.TrialGrade, store bool) {
 	if g.off {
-		return grade.TrialGrade{Key: t.Key, Trial: grade.Summarize(t)}, false
+		return grade.TrialGrade{Key: t.Key, Trial: transcript.Summarize(t)}, false
 	}
 	gs := g.graders(t.Case)
 	if g.judges == nil && grade.HasJudge(gs) {
 		switch t.Outcome.Status {
 		case transcript.Answered:
-			return grade.TrialGrade{Key: t.Key, Trial: grade.Summarize(t), Errored: notJudged}, false
+			return grade.TrialGrade{Key: t.Key, Trial: transcript.Summarize(t), Errored: notJudged}, false
 		}
 	}
 	return grade.TrialContext(ctx, t, gs, g.judges), true

@@ -801,7 +801,11 @@ func connectorTokens(p *Plan, o Options) shard.TokenSource {
 	for server, token := range p.ConnectorTokens() {
 		names[token] = server
 	}
-	return credstore.ShardTokens(&credstore.Tokens{Store: o.Credentials, Eval: p.Config.File, Logger: o.Logger}, names)
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return shardTokens{&credstore.Tokens{Store: o.Credentials, Eval: p.Config.File, Logger: log}, names, log}
 }
 
 // hostExclusive reports whether a client of the plan needs the host its

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/store"
+	"github.com/mst-eval/mst/transcript"
 )
 
 // BenchmarkWriteTranscript measures storing one transcript of about 8 KB
@@ -36,7 +36,7 @@ func BenchmarkAppendGrade(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		i++
-		if err := r.AppendGrades(b.Context(), grade.TrialGrade{Key: key(fmt.Sprint("case-", i), "v", 1), Graded: true, Passed: true}); err != nil {
+		if err := r.AppendGrades(b.Context(), transcript.TrialGrade{Key: key(fmt.Sprint("case-", i), "v", 1), Graded: true, Passed: true}); err != nil {
 			b.Fatal(err)
 		}
 	}

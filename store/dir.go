@@ -15,8 +15,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/mst-eval/mst/dataset"
-	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/internal/atomicfile"
 	"github.com/mst-eval/mst/internal/inputcheck"
 	"github.com/mst-eval/mst/internal/runlock"
@@ -395,7 +393,7 @@ func (r *DirRun) WriteConfig(ctx context.Context, name string, data []byte) erro
 }
 
 // WriteCases writes cases.jsonl.
-func (r *DirRun) WriteCases(ctx context.Context, cases []dataset.Case) error {
+func (r *DirRun) WriteCases(ctx context.Context, cases []transcript.Case) error {
 	var b bytes.Buffer
 	for _, c := range cases {
 		line, err := json.Marshal(c)
@@ -409,7 +407,7 @@ func (r *DirRun) WriteCases(ctx context.Context, cases []dataset.Case) error {
 }
 
 // ReadCases reads cases.jsonl.
-func (r *DirRun) ReadCases(ctx context.Context) ([]dataset.Case, error) {
+func (r *DirRun) ReadCases(ctx context.Context) ([]transcript.Case, error) {
 	f, err := os.Open(r.path(casesFile))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -418,12 +416,12 @@ func (r *DirRun) ReadCases(ctx context.Context) ([]dataset.Case, error) {
 		return nil, err
 	}
 	defer f.Close()
-	var cases []dataset.Case
+	var cases []transcript.Case
 	err = eachLine(f, func(line []byte, last bool) error {
 		// Numbers in metadata are json.Number, as the dataset loaders give them.
 		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.UseNumber()
-		var c dataset.Case
+		var c transcript.Case
 		if err := dec.Decode(&c); err != nil {
 			return fmt.Errorf("%s: %w", f.Name(), err)
 		}
@@ -743,12 +741,12 @@ func (r *DirRun) Transcripts(ctx context.Context, fn func(*transcript.Transcript
 }
 
 // AppendGrades appends one line per grade to grades.jsonl, in one write.
-func (r *DirRun) AppendGrades(ctx context.Context, gs ...grade.TrialGrade) error {
+func (r *DirRun) AppendGrades(ctx context.Context, gs ...transcript.TrialGrade) error {
 	return r.appendGrades(gradesFile, gs)
 }
 
 // appendGrades appends one line per grade to the named grades file.
-func (r *DirRun) appendGrades(name string, gs []grade.TrialGrade) error {
+func (r *DirRun) appendGrades(name string, gs []transcript.TrialGrade) error {
 	if len(gs) == 0 {
 		return nil
 	}
@@ -811,15 +809,15 @@ func repairTornEnd(f *os.File) error {
 // twice, keeping only the line number of each key's latest grade in memory,
 // so the grades themselves are streamed. A line that does not parse (a torn
 // last line after a crash) is skipped.
-func (r *DirRun) Grades(ctx context.Context, fn func(grade.TrialGrade) error) error {
+func (r *DirRun) Grades(ctx context.Context, fn func(transcript.TrialGrade) error) error {
 	return r.grades(ctx, gradesFile, oldGradesFile, fn)
 }
 
 // grades streams the latest grade of every key of the named grades file
 // and, when old is not "", of the older whole-file form.
-func (r *DirRun) grades(ctx context.Context, name, oldName string, fn func(grade.TrialGrade) error) error {
+func (r *DirRun) grades(ctx context.Context, name, oldName string, fn func(transcript.TrialGrade) error) error {
 	var old struct {
-		Trials []grade.TrialGrade `json:"trials"`
+		Trials []transcript.TrialGrade `json:"trials"`
 	}
 	if oldName != "" {
 		if err := r.readJSON(oldName, &old); err != nil && !errors.Is(err, ErrNotFound) {
@@ -832,7 +830,7 @@ func (r *DirRun) grades(ctx context.Context, name, oldName string, fn func(grade
 	for _, g := range old.Trials {
 		latest[g.Key] = 0
 	}
-	pass := func(fn func(n int, g grade.TrialGrade) error) error {
+	pass := func(fn func(n int, g transcript.TrialGrade) error) error {
 		f, err := os.Open(r.path(name))
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
@@ -844,7 +842,7 @@ func (r *DirRun) grades(ctx context.Context, name, oldName string, fn func(grade
 		n := 0
 		err = eachLine(f, func(line []byte, last bool) error {
 			n++
-			var g grade.TrialGrade
+			var g transcript.TrialGrade
 			if json.Unmarshal(line, &g) != nil || g.Case == "" {
 				return nil
 			}
@@ -865,7 +863,7 @@ func (r *DirRun) grades(ctx context.Context, name, oldName string, fn func(grade
 		names[s] = s
 		return s
 	}
-	if err := pass(func(n int, g grade.TrialGrade) error {
+	if err := pass(func(n int, g transcript.TrialGrade) error {
 		latest[transcript.Key{Case: intern(g.Case), Variant: intern(g.Variant), Trial: g.Key.Trial}] = n
 		return nil
 	}); err != nil {
@@ -881,7 +879,7 @@ func (r *DirRun) grades(ctx context.Context, name, oldName string, fn func(grade
 			}
 		}
 	}
-	return pass(func(n int, g grade.TrialGrade) error {
+	return pass(func(n int, g transcript.TrialGrade) error {
 		if latest[g.Key] != n {
 			return nil
 		}
@@ -913,7 +911,7 @@ func eachLine(rd io.Reader, fn func(line []byte, last bool) error) error {
 
 // EncodeGrades is gs as a grade log's lines: one JSON object per grade,
 // each ending in a newline, the form every store appends.
-func EncodeGrades(gs []grade.TrialGrade) ([]byte, error) {
+func EncodeGrades(gs []transcript.TrialGrade) ([]byte, error) {
 	var b bytes.Buffer
 	for _, g := range gs {
 		line, err := json.Marshal(g)

@@ -19,8 +19,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/mst-eval/mst/dataset"
-	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/store/storetest"
 	"github.com/mst-eval/mst/transcript"
@@ -288,7 +286,7 @@ func TestDirTornGrades(t *testing.T) {
 	ctx := t.Context()
 	r := create(t, store.Dir{Root: t.TempDir(), Eval: "weather"}, "run")
 	k1, k2 := key("c1", "v", 1), key("c2", "v", 1)
-	first := grade.TrialGrade{Key: k1, Graded: true, Passed: false}
+	first := transcript.TrialGrade{Key: k1, Graded: true, Passed: false}
 	if err := r.AppendGrades(ctx, first); err != nil {
 		t.Fatal(err)
 	}
@@ -302,22 +300,22 @@ func TestDirTornGrades(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	grades := func() map[transcript.Key]grade.TrialGrade {
+	grades := func() map[transcript.Key]transcript.TrialGrade {
 		t.Helper()
-		got := map[transcript.Key]grade.TrialGrade{}
-		if err := r.Grades(ctx, func(g grade.TrialGrade) error { got[g.Key] = g; return nil }); err != nil {
+		got := map[transcript.Key]transcript.TrialGrade{}
+		if err := r.Grades(ctx, func(g transcript.TrialGrade) error { got[g.Key] = g; return nil }); err != nil {
 			t.Fatalf("Grades = %v", err)
 		}
 		return got
 	}
-	if diff := cmp.Diff(map[transcript.Key]grade.TrialGrade{k1: first}, grades(), cmpopts.EquateEmpty()); diff != "" {
+	if diff := cmp.Diff(map[transcript.Key]transcript.TrialGrade{k1: first}, grades(), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("Grades with a torn last line (-want +got):\n%s", diff)
 	}
-	second := grade.TrialGrade{Key: k2, Graded: true, Passed: true}
+	second := transcript.TrialGrade{Key: k2, Graded: true, Passed: true}
 	if err := r.AppendGrades(ctx, second); err != nil {
 		t.Fatalf("AppendGrades after a torn line = %v", err)
 	}
-	if diff := cmp.Diff(map[transcript.Key]grade.TrialGrade{k1: first, k2: second}, grades(), cmpopts.EquateEmpty()); diff != "" {
+	if diff := cmp.Diff(map[transcript.Key]transcript.TrialGrade{k1: first, k2: second}, grades(), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("Grades after appending to a torn file (-want +got):\n%s", diff)
 	}
 	b, _ := os.ReadFile(path)
@@ -346,7 +344,7 @@ func TestDirOldRun(t *testing.T) {
 		t.Errorf("ReadRun = %+v, %v", rec, err)
 	}
 	cases, err := r.ReadCases(ctx)
-	wantCases := []dataset.Case{
+	wantCases := []transcript.Case{
 		{ID: "c1", Input: "hi", Metadata: map[string]any{"weight": json.Number("2")}, Source: "cases.yaml:1"},
 		{ID: "c2", Input: "  say hello\n", Source: "cases.yaml:4"},
 	}
@@ -374,17 +372,17 @@ func TestDirOldRun(t *testing.T) {
 	if tr, err := r.ReadTranscript(ctx, key("c1", "terse", 1)); err != nil || tr.Client.Name != "api" || tr.Answer != "hello" {
 		t.Errorf("ReadTranscript(c1) = %+v, %v; want client api", tr, err)
 	}
-	oldC1 := grade.TrialGrade{Key: key("c1", "terse", 1), Graded: true, Passed: true, Results: []grade.Result{{Grader: `answerContains "hello"`, Passed: true}}}
-	oldC2 := grade.TrialGrade{Key: key("c2", "terse", 1)}
-	gradesOf := func() map[transcript.Key]grade.TrialGrade {
+	oldC1 := transcript.TrialGrade{Key: key("c1", "terse", 1), Graded: true, Passed: true, Results: []transcript.Result{{Grader: `answerContains "hello"`, Passed: true}}}
+	oldC2 := transcript.TrialGrade{Key: key("c2", "terse", 1)}
+	gradesOf := func() map[transcript.Key]transcript.TrialGrade {
 		t.Helper()
-		got := map[transcript.Key]grade.TrialGrade{}
-		if err := r.Grades(ctx, func(g grade.TrialGrade) error { got[g.Key] = g; return nil }); err != nil {
+		got := map[transcript.Key]transcript.TrialGrade{}
+		if err := r.Grades(ctx, func(g transcript.TrialGrade) error { got[g.Key] = g; return nil }); err != nil {
 			t.Fatalf("Grades = %v", err)
 		}
 		return got
 	}
-	if diff := cmp.Diff(map[transcript.Key]grade.TrialGrade{oldC1.Key: oldC1, oldC2.Key: oldC2}, gradesOf(), cmpopts.EquateEmpty()); diff != "" {
+	if diff := cmp.Diff(map[transcript.Key]transcript.TrialGrade{oldC1.Key: oldC1, oldC2.Key: oldC2}, gradesOf(), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("Grades of grades.json (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(before, files(t, root)); diff != "" {
@@ -392,11 +390,11 @@ func TestDirOldRun(t *testing.T) {
 	}
 
 	// A regrade is appended; the old grades of other keys still count.
-	newC2 := grade.TrialGrade{Key: oldC2.Key, Trial: grade.Summary{Status: transcript.Errored, Cause: transcript.CauseClient, Client: "codex-cli"}}
+	newC2 := transcript.TrialGrade{Key: oldC2.Key, Trial: transcript.Summary{Status: transcript.Errored, Cause: transcript.CauseClient, Client: "codex-cli"}}
 	if err := r.AppendGrades(ctx, newC2); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(map[transcript.Key]grade.TrialGrade{oldC1.Key: oldC1, oldC2.Key: newC2}, gradesOf(), cmpopts.EquateEmpty()); diff != "" {
+	if diff := cmp.Diff(map[transcript.Key]transcript.TrialGrade{oldC1.Key: oldC1, oldC2.Key: newC2}, gradesOf(), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("Grades after a regrade of an old run (-want +got):\n%s", diff)
 	}
 	after := files(t, root)

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/transcript"
 )
 
@@ -125,17 +124,17 @@ func TestGradeHistory(t *testing.T) {
 			t.Parallel()
 			rng := rand.New(rand.NewPCG(seed, 7))
 			r := OpenDir(t.TempDir(), nil)
-			random := func() grade.TrialGrade {
-				g := grade.TrialGrade{Key: transcript.Key{Case: fmt.Sprint("c", rng.IntN(4)), Variant: fmt.Sprint("v", rng.IntN(2)), Trial: 1 + rng.IntN(2)}}
+			random := func() transcript.TrialGrade {
+				g := transcript.TrialGrade{Key: transcript.Key{Case: fmt.Sprint("c", rng.IntN(4)), Variant: fmt.Sprint("v", rng.IntN(2)), Trial: 1 + rng.IntN(2)}}
 				g.Graded, g.Passed, g.Superseded = rng.IntN(2) == 0, rng.IntN(2) == 0, rng.IntN(5) == 0
 				g.Trial.Status = []string{"", transcript.Answered, transcript.Errored}[rng.IntN(3)]
 				g.Failed = fmt.Sprint(rng.Uint32())
 				return g
 			}
-			var want []grade.TrialGrade // every grade, in order
+			var want []transcript.TrialGrade // every grade, in order
 			if seed%2 == 0 {
 				var old struct {
-					Trials []grade.TrialGrade `json:"trials"`
+					Trials []transcript.TrialGrade `json:"trials"`
 				}
 				for range 1 + rng.IntN(6) {
 					old.Trials = append(old.Trials, random())
@@ -156,9 +155,9 @@ func TestGradeHistory(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var wantLater []grade.TrialGrade
+			var wantLater []transcript.TrialGrade
 			for i := range 2 + rng.IntN(8) {
-				var gs []grade.TrialGrade
+				var gs []transcript.TrialGrade
 				for range 1 + rng.IntN(5) {
 					gs = append(gs, random())
 				}
@@ -183,21 +182,21 @@ func TestGradeHistory(t *testing.T) {
 			for _, c := range []struct {
 				name string
 				log  Grades
-				want []grade.TrialGrade
+				want []transcript.TrialGrade
 			}{{"set 1", r, want}, {"set " + set.ID, later, wantLater}} {
-				var all []grade.TrialGrade
-				if err := c.log.(GradeHistory).GradeHistory(ctx, func(g grade.TrialGrade) error { all = append(all, g); return nil }); err != nil {
+				var all []transcript.TrialGrade
+				if err := c.log.(GradeHistory).GradeHistory(ctx, func(g transcript.TrialGrade) error { all = append(all, g); return nil }); err != nil {
 					t.Fatal(err)
 				}
 				if !slices.EqualFunc(all, c.want, sameGrade) {
 					t.Errorf("%s: GradeHistory = %v, want every grade in order: %v", c.name, all, c.want)
 				}
-				last := map[transcript.Key]grade.TrialGrade{}
+				last := map[transcript.Key]transcript.TrialGrade{}
 				for _, g := range all {
 					last[g.Key] = g
 				}
-				latest := map[transcript.Key]grade.TrialGrade{}
-				if err := c.log.Grades(ctx, func(g grade.TrialGrade) error { latest[g.Key] = g; return nil }); err != nil {
+				latest := map[transcript.Key]transcript.TrialGrade{}
+				if err := c.log.Grades(ctx, func(g transcript.TrialGrade) error { latest[g.Key] = g; return nil }); err != nil {
 					t.Fatal(err)
 				}
 				if len(last) != len(latest) {
@@ -213,7 +212,7 @@ func TestGradeHistory(t *testing.T) {
 	}
 }
 
-func sameGrade(a, b grade.TrialGrade) bool {
+func sameGrade(a, b transcript.TrialGrade) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)

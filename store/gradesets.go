@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mst-eval/mst/grade"
+	"github.com/mst-eval/mst/transcript"
 )
 
 // A run keeps every set of grades it was given. Set "1" holds the grades
@@ -40,8 +40,8 @@ type GradeSet struct {
 // Grades is the grade log of one set: a later grade of a key replaces an
 // earlier one.
 type Grades interface {
-	AppendGrades(ctx context.Context, gs ...grade.TrialGrade) error
-	Grades(ctx context.Context, fn func(grade.TrialGrade) error) error
+	AppendGrades(ctx context.Context, gs ...transcript.TrialGrade) error
+	Grades(ctx context.Context, fn func(transcript.TrialGrade) error) error
 }
 
 // GradeHistory is what a grade log offers that can give every grade it
@@ -53,7 +53,7 @@ type Grades interface {
 type GradeHistory interface {
 	// GradeHistory calls fn for every readable grade of the log, in the
 	// order they were appended; an error from fn stops it.
-	GradeHistory(ctx context.Context, fn func(grade.TrialGrade) error) error
+	GradeHistory(ctx context.Context, fn func(transcript.TrialGrade) error) error
 }
 
 // GradeSets is what a Run offers for its grade sets. Dir's runs implement
@@ -198,21 +198,21 @@ type dirGradeSet struct {
 	name string
 }
 
-func (g *dirGradeSet) AppendGrades(ctx context.Context, gs ...grade.TrialGrade) error {
+func (g *dirGradeSet) AppendGrades(ctx context.Context, gs ...transcript.TrialGrade) error {
 	return g.r.appendGrades(g.name, gs)
 }
 
-func (g *dirGradeSet) Grades(ctx context.Context, fn func(grade.TrialGrade) error) error {
+func (g *dirGradeSet) Grades(ctx context.Context, fn func(transcript.TrialGrade) error) error {
 	return g.r.grades(ctx, g.name, "", fn)
 }
 
-func (g *dirGradeSet) GradeHistory(ctx context.Context, fn func(grade.TrialGrade) error) error {
+func (g *dirGradeSet) GradeHistory(ctx context.Context, fn func(transcript.TrialGrade) error) error {
 	return g.r.history(ctx, g.name, "", fn)
 }
 
 // GradeHistory gives the grades of set 1: those of grades.json (the form
 // of older runs), then every line of grades.jsonl.
-func (r *DirRun) GradeHistory(ctx context.Context, fn func(grade.TrialGrade) error) error {
+func (r *DirRun) GradeHistory(ctx context.Context, fn func(transcript.TrialGrade) error) error {
 	return r.history(ctx, gradesFile, oldGradesFile, fn)
 }
 
@@ -220,10 +220,10 @@ func (r *DirRun) GradeHistory(ctx context.Context, fn func(grade.TrialGrade) err
 // (when not ""), then for every grade of the grades file name, in order:
 // one pass, holding one grade at a time. A line that does not parse (a
 // torn last line after a crash) is skipped, as Grades skips it.
-func (r *DirRun) history(ctx context.Context, name, oldName string, fn func(grade.TrialGrade) error) error {
+func (r *DirRun) history(ctx context.Context, name, oldName string, fn func(transcript.TrialGrade) error) error {
 	if oldName != "" {
 		var old struct {
-			Trials []grade.TrialGrade `json:"trials"`
+			Trials []transcript.TrialGrade `json:"trials"`
 		}
 		if err := r.readJSON(oldName, &old); err != nil && !errors.Is(err, ErrNotFound) {
 			return err
@@ -246,7 +246,7 @@ func (r *DirRun) history(ctx context.Context, name, oldName string, fn func(grad
 	}
 	defer f.Close()
 	err = eachLine(f, func(line []byte, last bool) error {
-		var g grade.TrialGrade
+		var g transcript.TrialGrade
 		if json.Unmarshal(line, &g) != nil || g.Case == "" {
 			return nil
 		}

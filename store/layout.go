@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mst-eval/mst/dataset"
 	"github.com/mst-eval/mst/internal/inputcheck"
 	"github.com/mst-eval/mst/transcript"
 )
@@ -137,7 +136,7 @@ func MarkInterrupted(rec transcript.Run, holder transcript.Owner, live bool) tra
 }
 
 // EncodeCases is the stored form of a run's cases: one JSON line each.
-func EncodeCases(cases []dataset.Case) ([]byte, error) {
+func EncodeCases(cases []transcript.Case) ([]byte, error) {
 	var b bytes.Buffer
 	for _, c := range cases {
 		line, err := json.Marshal(c)
@@ -152,12 +151,12 @@ func EncodeCases(cases []dataset.Case) ([]byte, error) {
 
 // DecodeCases reads what EncodeCases wrote, with numbers in metadata as
 // json.Number, as the dataset loaders give them. where names it in errors.
-func DecodeCases(rd io.Reader, where string) ([]dataset.Case, error) {
-	var cases []dataset.Case
+func DecodeCases(rd io.Reader, where string) ([]transcript.Case, error) {
+	var cases []transcript.Case
 	err := eachLine(rd, func(line []byte, last bool) error {
 		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.UseNumber()
-		var c dataset.Case
+		var c transcript.Case
 		if err := dec.Decode(&c); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}

@@ -23,8 +23,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/mst-eval/mst/dataset"
-	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/transcript"
 )
@@ -127,8 +125,8 @@ type Run interface {
 	// from; name is its base name, whose extension is kept (.yaml, .json).
 	WriteConfig(ctx context.Context, name string, data []byte) error
 	// WriteCases stores the run's cases, as loaded; ReadCases reads them.
-	WriteCases(ctx context.Context, cases []dataset.Case) error
-	ReadCases(ctx context.Context) ([]dataset.Case, error)
+	WriteCases(ctx context.Context, cases []transcript.Case) error
+	ReadCases(ctx context.Context) ([]transcript.Case, error)
 	// WriteGraders stores the eval's graders as written (raw specs);
 	// ReadGraders reads them (none for a run that stored none).
 	WriteGraders(ctx context.Context, specs []json.RawMessage) error
@@ -153,8 +151,8 @@ type Run interface {
 
 	// AppendGrades adds grades to the run's grades. A later grade of a key
 	// replaces an earlier one.
-	AppendGrades(ctx context.Context, gs ...grade.TrialGrade) error
+	AppendGrades(ctx context.Context, gs ...transcript.TrialGrade) error
 	// Grades calls fn for the latest grade of every graded key, streaming:
 	// grades of older runs are read as the new.
-	Grades(ctx context.Context, fn func(grade.TrialGrade) error) error
+	Grades(ctx context.Context, fn func(transcript.TrialGrade) error) error
 }

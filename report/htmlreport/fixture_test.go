@@ -206,7 +206,7 @@ func makeTrial(s spec, run string, k transcript.Key, ci, vi, n int, start time.T
 	case n%19 == 0:
 		t.Outcome = transcript.Outcome{Status: transcript.TimedOut, Detail: "timeout 2m passed"}
 	}
-	g := grade.TrialGrade{Key: k, Trial: grade.Summarize(t)}
+	g := grade.TrialGrade{Key: k, Trial: transcript.Summarize(t)}
 	if g.Trial.Status == transcript.Answered || g.Trial.Status == transcript.TimedOut {
 		g.Graded = true
 		ok := (ci*7+vi*3+n)%4 != 0

@@ -50,7 +50,7 @@ func fullFixture() fixture {
 			switch changed[tr.Key.Variant] {
 			case 1:
 				tr.Outcome, tr.Answer = transcript.Outcome{Status: transcript.NoAnswer}, ""
-				g.Trial = grade.Summarize(tr)
+				g.Trial = transcript.Summarize(tr)
 				g.Graded, g.Passed, g.Failed = true, false, "the trial ended no-answer, without an answer; only an answered trial can pass"
 			case 2, 3, 4:
 				tr.Outcome = []transcript.Outcome{
@@ -58,10 +58,10 @@ func fullFixture() fixture {
 					{Status: transcript.Errored, Cause: transcript.CauseClient, Detail: "the client crashed"},
 					{Status: transcript.Cancelled, Detail: "interrupted"},
 				}[changed[tr.Key.Variant]-2]
-				*g = grade.TrialGrade{Key: tr.Key, Trial: grade.Summarize(tr)}
+				*g = grade.TrialGrade{Key: tr.Key, Trial: transcript.Summarize(tr)}
 			case 5:
 				tr.Outcome = transcript.Outcome{Status: transcript.TimedOut, Detail: "timeout 2m passed"}
-				g.Trial = grade.Summarize(tr)
+				g.Trial = transcript.Summarize(tr)
 				g.Graded, g.Passed, g.Failed = true, false, "timed out"
 			}
 		}

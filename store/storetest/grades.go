@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
 )
@@ -27,12 +26,12 @@ func testGrades(t *testing.T, s store.Store) {
 	k1 := transcript.Key{Case: "c1", Variant: "v", Trial: 1}
 	k2 := transcript.Key{Case: "c2", Variant: "v", Trial: 1}
 	k3 := transcript.Key{Case: "c1", Variant: "w", Trial: 2}
-	errored := grade.TrialGrade{Key: k3, Trial: grade.Summary{Status: transcript.Errored, Cause: transcript.CauseRunner}}
+	errored := transcript.TrialGrade{Key: k3, Trial: transcript.Summary{Status: transcript.Errored, Cause: transcript.CauseRunner}}
 	g1, g2 := sampleGrade(k1, false, "no sun"), sampleGrade(k2, true, "")
 	if err := r.AppendGrades(ctx, g1, g2, errored); err != nil {
 		t.Fatalf("AppendGrades = %v", err)
 	}
-	want := map[transcript.Key]grade.TrialGrade{k1: g1, k2: g2, k3: errored}
+	want := map[transcript.Key]transcript.TrialGrade{k1: g1, k2: g2, k3: errored}
 	if diff := cmp.Diff(want, allGrades(t, r), opts); diff != "" {
 		t.Errorf("Grades (-want +got):\n%s", diff)
 	}
@@ -47,7 +46,7 @@ func testGrades(t *testing.T, s store.Store) {
 	if err := r.AppendGrades(ctx, g3a, g3b); err != nil {
 		t.Fatal(err)
 	}
-	want = map[transcript.Key]grade.TrialGrade{k1: g1b, k2: g2, k3: g3b}
+	want = map[transcript.Key]transcript.TrialGrade{k1: g1b, k2: g2, k3: g3b}
 	if diff := cmp.Diff(want, allGrades(t, r), opts); diff != "" {
 		t.Errorf("Grades after regrading (-want +got):\n%s", diff)
 	}
@@ -63,7 +62,7 @@ func testGrades(t *testing.T, s store.Store) {
 
 func testGradesStop(t *testing.T, s store.Store) {
 	r := create(t, s, "run", nil)
-	var gs []grade.TrialGrade
+	var gs []transcript.TrialGrade
 	for i := range 3 {
 		gs = append(gs, sampleGrade(transcript.Key{Case: fmt.Sprint("c", i), Variant: "v", Trial: 1}, true, ""))
 	}
@@ -72,7 +71,7 @@ func testGradesStop(t *testing.T, s store.Store) {
 	}
 	stop := errors.New("stop")
 	n := 0
-	err := r.Grades(t.Context(), func(grade.TrialGrade) error { n++; return stop })
+	err := r.Grades(t.Context(), func(transcript.TrialGrade) error { n++; return stop })
 	if !errors.Is(err, stop) || n != 1 {
 		t.Errorf("Grades with fn failing = %v after %d calls, want fn's error after 1", err, n)
 	}
@@ -88,7 +87,7 @@ func testGradesConcurrent(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	const appenders, appends = 16, 25
-	want := map[transcript.Key]grade.TrialGrade{}
+	want := map[transcript.Key]transcript.TrialGrade{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for a := range appenders {
@@ -99,7 +98,7 @@ func testGradesConcurrent(t *testing.T, s store.Store) {
 		wg.Go(func() {
 			for i := range appends {
 				// Every other append carries a batch of three.
-				var gs []grade.TrialGrade
+				var gs []transcript.TrialGrade
 				for j := range 1 + i%2*2 {
 					k := transcript.Key{Case: fmt.Sprintf("c%d-%d", i, j), Variant: fmt.Sprint("v", a), Trial: 1}
 					gs = append(gs, sampleGrade(k, j%2 == 0, strings.Repeat("x", 100*a)))
@@ -133,10 +132,10 @@ func testGradesLarge(t *testing.T, s store.Store) {
 	r := create(t, s, "run", nil)
 	const n, batch = 20000, 1000
 	for b := 0; b < n; b += batch {
-		gs := make([]grade.TrialGrade, 0, batch)
+		gs := make([]transcript.TrialGrade, 0, batch)
 		for i := b; i < b+batch; i++ {
 			k := transcript.Key{Case: fmt.Sprint("case-", i), Variant: "v", Trial: 1 + i%3}
-			gs = append(gs, grade.TrialGrade{Key: k, Graded: true, Passed: i%2 == 0, Results: []grade.Result{{Grader: "g", Passed: i%2 == 0}}})
+			gs = append(gs, transcript.TrialGrade{Key: k, Graded: true, Passed: i%2 == 0, Results: []transcript.Result{{Grader: "g", Passed: i%2 == 0}}})
 		}
 		if err := r.AppendGrades(ctx, gs...); err != nil {
 			t.Fatalf("AppendGrades of grades %d… = %v", b, err)
@@ -180,7 +179,7 @@ func testCancelled(t *testing.T, s store.Store) {
 	if err := r.Transcripts(ctx, func(*transcript.Transcript) error { n++; return nil }); !errors.Is(err, context.Canceled) || n != 0 {
 		t.Errorf("Transcripts(cancelled) = %v after %d calls, want context.Canceled after none", err, n)
 	}
-	if err := r.Grades(ctx, func(grade.TrialGrade) error { n++; return nil }); !errors.Is(err, context.Canceled) || n != 0 {
+	if err := r.Grades(ctx, func(transcript.TrialGrade) error { n++; return nil }); !errors.Is(err, context.Canceled) || n != 0 {
 		t.Errorf("Grades(cancelled) = %v after %d calls, want context.Canceled after none", err, n)
 	}
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
 )
@@ -51,7 +50,7 @@ func testGradeSets(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := two.Grades(ctx, func(g grade.TrialGrade) error { t.Errorf("a new set holds %v", g.Key); return nil }); err != nil {
+	if err := two.Grades(ctx, func(g transcript.TrialGrade) error { t.Errorf("a new set holds %v", g.Key); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	second := sampleGrade(k, true, "")
@@ -67,18 +66,18 @@ func testGradeSets(t *testing.T, s store.Store) {
 	if err != nil || len(list) != 2 || list[1].ID != "2" || list[1].By != "mst grade" || !list[1].Created.Equal(created) {
 		t.Errorf("GradeSets through Open = %+v, %v", list, err)
 	}
-	for id, want := range map[string]grade.TrialGrade{"1": first, "2": second} {
+	for id, want := range map[string]transcript.TrialGrade{"1": first, "2": second} {
 		g, err := osets.GradeSet(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var have []grade.TrialGrade
-		g.Grades(ctx, func(tg grade.TrialGrade) error { have = append(have, tg); return nil })
-		if diff := cmp.Diff([]grade.TrialGrade{want}, have, opts); diff != "" {
+		var have []transcript.TrialGrade
+		g.Grades(ctx, func(tg transcript.TrialGrade) error { have = append(have, tg); return nil })
+		if diff := cmp.Diff([]transcript.TrialGrade{want}, have, opts); diff != "" {
 			t.Errorf("set %s (-want +got):\n%s", id, diff)
 		}
 	}
-	if diff := cmp.Diff(map[transcript.Key]grade.TrialGrade{k: first}, allGrades(t, o), opts); diff != "" {
+	if diff := cmp.Diff(map[transcript.Key]transcript.TrialGrade{k: first}, allGrades(t, o), opts); diff != "" {
 		t.Errorf("the run's own grades are set 1's (-want +got):\n%s", diff)
 	}
 	for _, bad := range []string{"3", "0", "02", "", "../1"} {

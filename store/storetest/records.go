@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mst-eval/mst/dataset"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
 )
@@ -202,7 +201,7 @@ func testConfig(t *testing.T, s store.Store) {
 func testCases(t *testing.T, s store.Store) {
 	ctx := t.Context()
 	r := create(t, s, "run", nil)
-	cases := []dataset.Case{
+	cases := []transcript.Case{
 		{ID: "plain", Input: "What is the weather in Oslo?", Source: "cases.yaml:1"},
 		// Inputs are kept byte for byte: white space, line ends, characters
 		// JSON and HTML escape, Unicode in any normalization.

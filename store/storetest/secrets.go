@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/mst-eval/mst/dataset"
-	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
@@ -69,7 +67,7 @@ func WriteSecrets(t *testing.T, r store.Run) {
 		}
 	}
 	quoted, _ := json.Marshal(Secret)
-	cases := []dataset.Case{{
+	cases := []transcript.Case{{
 		ID: "c1", Input: "use " + Secret,
 		Expect:        []json.RawMessage{json.RawMessage(`{"answerContains": ` + string(quoted) + `}`)},
 		ClientOptions: json.RawMessage(`{"apiKey": ` + string(quoted) + `}`),
@@ -167,7 +165,7 @@ func testRedaction(t *testing.T, s store.Store) {
 		t.Errorf("Transcripts = %d transcripts, %v; want %d", n, err, len(secretKeys))
 	}
 	n = 0
-	err = o.Grades(ctx, func(g grade.TrialGrade) error {
+	err = o.Grades(ctx, func(g transcript.TrialGrade) error {
 		n++
 		check("Grades: "+g.Key.String(), g, nil)
 		return nil

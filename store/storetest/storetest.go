@@ -11,7 +11,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
@@ -147,14 +146,14 @@ func sampleTranscript(k transcript.Key, answer string) *transcript.Transcript {
 }
 
 // sampleGrade is a grade of k with every field set.
-func sampleGrade(k transcript.Key, passed bool, detail string) grade.TrialGrade {
-	return grade.TrialGrade{
+func sampleGrade(k transcript.Key, passed bool, detail string) transcript.TrialGrade {
+	return transcript.TrialGrade{
 		Key: k, Graded: true, Passed: passed,
-		Results: []grade.Result{
+		Results: []transcript.Result{
 			{Grader: `toolCalled get_forecast{city:"Oslo"}`, Passed: true},
 			{Grader: `answerContains "sunny"`, Passed: passed, Detail: detail},
 		},
-		Trial: grade.Summary{
+		Trial: transcript.Summary{
 			Status: transcript.Answered, Client: "api", Model: "offline", InputTokens: 120,
 			OutputTokens: 30, DurationMs: 1500.25, ToolCalls: 1, Ended: ended,
 		},
@@ -207,10 +206,10 @@ func allTranscripts(t *testing.T, r store.Run) map[transcript.Key]*transcript.Tr
 
 // allGrades returns r's grades by key, failing t when fn is called twice
 // for one key.
-func allGrades(t *testing.T, r store.Run) map[transcript.Key]grade.TrialGrade {
+func allGrades(t *testing.T, r store.Run) map[transcript.Key]transcript.TrialGrade {
 	t.Helper()
-	got := map[transcript.Key]grade.TrialGrade{}
-	err := r.Grades(t.Context(), func(g grade.TrialGrade) error {
+	got := map[transcript.Key]transcript.TrialGrade{}
+	err := r.Grades(t.Context(), func(g transcript.TrialGrade) error {
 		if _, ok := got[g.Key]; ok {
 			t.Errorf("Grades called fn twice for %v", g.Key)
 		}
