@@ -9,6 +9,7 @@ import (
 	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/dataset"
 	"github.com/mst-eval/mst/eval"
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/provider"
 	"github.com/mst-eval/mst/shard"
 )
@@ -168,8 +169,8 @@ func CheckMachine(file string, reg *client.Registry, b *shard.Bundle, goos strin
 
 // HelloCheck returns the coordinator's CheckHello for a run of the eval
 // config file: CheckMachine with the OS the worker's hello names.
-func HelloCheck(file string, reg *client.Registry) func(*shard.Bundle, *shard.Hello) error {
-	return func(b *shard.Bundle, h *shard.Hello) error {
+func HelloCheck(file string, reg *client.Registry) func(*shard.Bundle, *protocol.Hello) error {
+	return func(b *shard.Bundle, h *protocol.Hello) error {
 		return CheckMachine(file, reg, b, h.OS)
 	}
 }

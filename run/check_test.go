@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mst-eval/mst/internal/builtin"
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/run"
 	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/store"
@@ -55,7 +56,7 @@ func TestCheckMachine(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "eval.yaml: variants.app.client: client chatgpt runs on macos, linux; this run's machine is windows") || strings.Contains(err.Error(), "variants.cc") {
 		t.Errorf("CheckMachine(claude-code and chatgpt on windows) = %v, want chatgpt refused alone, with its place", err)
 	}
-	if err := run.HelloCheck("eval.yaml", reg)(&shard.Bundle{Settings: b.Settings[:1]}, &shard.Hello{OS: "windows"}); err != nil {
+	if err := run.HelloCheck("eval.yaml", reg)(&shard.Bundle{Settings: b.Settings[:1]}, &protocol.Hello{OS: "windows"}); err != nil {
 		t.Errorf("HelloCheck(claude-code, hello from windows) = %v, want nil", err)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mst-eval/mst/shard"
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
 )
@@ -30,7 +30,7 @@ func TestCollectorRefusesWhatAWorkerMisreports(t *testing.T) {
 			t.Errorf("take(%s) = %v, want an error saying %q", tc.name, err, tc.want)
 		}
 	}
-	col.Trial(0, &shard.Trial{Key: reported}, []byte(`{"case":"b","variant":"v","trial":1}`))
+	col.Trial(0, &protocol.Trial{Key: reported}, []byte(`{"case":"b","variant":"v","trial":1}`))
 	if keys, err := st.Keys(t.Context()); err != nil || len(keys) != 0 {
 		t.Errorf("after misreported trials the store holds %v (%v), want nothing", keys, err)
 	}

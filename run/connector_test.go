@@ -17,11 +17,11 @@ import (
 	"github.com/mst-eval/mst/credstore"
 	"github.com/mst-eval/mst/internal/canarytest"
 	"github.com/mst-eval/mst/internal/oauthtest"
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/provider/providertest"
 	"github.com/mst-eval/mst/run"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/secrets"
-	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/transcript"
 )
 
@@ -116,13 +116,13 @@ func (tp *taps) handedOut(t *testing.T, name string) []string {
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
 	var out []string
-	dec := shard.NewDecoder(bytes.NewReader(tp.toWorker.Bytes()))
+	dec := protocol.NewDecoder(bytes.NewReader(tp.toWorker.Bytes()))
 	for {
 		m, err := dec.Read()
 		if err != nil {
 			return out
 		}
-		if tok, ok := m.(*shard.Tokens); ok {
+		if tok, ok := m.(*protocol.Tokens); ok {
 			if v, ok := tok.Values[name]; ok {
 				out = append(out, v)
 			}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/mst-eval/mst/grade"
-	"github.com/mst-eval/mst/shard"
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/transcript"
 )
 
@@ -57,7 +57,7 @@ func TestGradeCheckAdvisory(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := events.check(&shard.Graded{Key: key, Path: "x"}, data)
+			got, err := events.check(&protocol.Graded{Key: key, Path: "x"}, data)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("check(%s) = %v, want the grade taken", tc.name, err)
@@ -71,7 +71,7 @@ func TestGradeCheckAdvisory(t *testing.T) {
 				t.Errorf("grade.Trial of the same results passes = %v, the fixture says %v", byWorker.Passed, tc.g.Passed)
 			}
 			if data, _ := json.Marshal(byWorker); byWorker.Graded {
-				if _, err := events.check(&shard.Graded{Key: key, Path: "x"}, data); err != nil {
+				if _, err := events.check(&protocol.Graded{Key: key, Path: "x"}, data); err != nil {
 					t.Errorf("check refuses what grade.Trial made of the same results: %v", err)
 				}
 			}

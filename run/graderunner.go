@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mst-eval/mst/grade"
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/report"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/secrets"
@@ -70,7 +71,7 @@ type gradeEvents struct {
 	graded int
 }
 
-func (e *gradeEvents) Graded(shardIndex int, m *shard.Graded, data []byte) {
+func (e *gradeEvents) Graded(shardIndex int, m *protocol.Graded, data []byte) {
 	tg, err := e.check(m, data)
 	if err != nil {
 		e.logger.Warn("refused a grade from a grade worker; the trial stays ungraded", "shard", shardIndex, "trial", m.Key.String(), "err", err)
@@ -93,7 +94,7 @@ func (e *gradeEvents) Graded(shardIndex int, m *shard.Graded, data []byte) {
 // the graders); what the transcript says is the coordinator's own: a
 // grade of another trial, or one whose verdict its trial's outcome rules
 // out (a pass of an errored trial), is refused.
-func (e *gradeEvents) check(m *shard.Graded, data []byte) (grade.TrialGrade, error) {
+func (e *gradeEvents) check(m *protocol.Graded, data []byte) (grade.TrialGrade, error) {
 	var tg grade.TrialGrade
 	if data == nil {
 		return tg, errors.New("the runner brought no grade file back")

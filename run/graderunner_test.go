@@ -22,11 +22,11 @@ import (
 
 	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/internal/canarytest"
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/provider/providertest"
 	"github.com/mst-eval/mst/run"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/secrets"
-	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
 )
@@ -324,7 +324,7 @@ func TestGradeShardLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	graded := newMessageCounter(shard.TypeGraded)
+	graded := newMessageCounter(protocol.TypeGraded)
 	on := func() *run.GradeOn {
 		return &run.GradeOn{
 			Runner:  heardBy(runner.ProcessesDefinition(), graded.heard),

@@ -37,6 +37,7 @@ import (
 	"github.com/mst-eval/mst/dataset"
 	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/internal/traces"
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/report"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/secrets"
@@ -634,7 +635,7 @@ type collector struct {
 	outage *outage
 }
 
-func (c *collector) Trial(shardIndex int, m *shard.Trial, data []byte) {
+func (c *collector) Trial(shardIndex int, m *protocol.Trial, data []byte) {
 	ctx := context.Background() // a trial reported after Ctrl-C is still kept
 	t, err := c.take(ctx, m.Key, data)
 	if err != nil {

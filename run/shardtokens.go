@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mst-eval/mst/credstore"
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/shard"
 )
 
@@ -16,7 +17,7 @@ import (
 // only place where the protocol and the store meet.
 
 // shardTokens is a coordinator's token source over t. names maps
-// each token name workers know (as in shard.Tokens.Values) to the
+// each token name workers know (as in protocol.Tokens.Values) to the
 // connector server whose access token it is; a server in a request's
 // Servers gets its token under each name that maps to it. Names and
 // servers it does not know are left out. A server whose token cannot be
@@ -29,7 +30,7 @@ type shardTokens struct {
 	log   *slog.Logger
 }
 
-func (s shardTokens) Tokens(ctx context.Context, req shard.NeedTokens) (map[string]shard.Token, error) {
+func (s shardTokens) Tokens(ctx context.Context, req protocol.NeedTokens) (map[string]shard.Token, error) {
 	want := map[string][]string{} // server -> token names
 	for _, name := range req.Names {
 		if server, ok := s.names[name]; ok && !slices.Contains(want[server], name) {

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/mst-eval/mst/credstore"
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/shard"
 )
 
@@ -96,15 +97,15 @@ func TestShardTokens(t *testing.T) {
 		return strings.Join(out, ",") + "/" + strings.Join(refused, ",")
 	}
 	for _, c := range []struct {
-		req  shard.NeedTokens
+		req  protocol.NeedTokens
 		want string
 	}{
-		{shard.NeedTokens{Servers: []string{"alpha"}}, "A1,A2/"},
-		{shard.NeedTokens{Names: []string{"B"}}, "B/"},
-		{shard.NeedTokens{Names: []string{"A2"}, Servers: []string{"beta"}}, "A2,B/"},
-		{shard.NeedTokens{Names: []string{"nope"}, Servers: []string{"delta"}}, "/"},
-		{shard.NeedTokens{Names: []string{"B", "C"}}, "B/C"}, // gamma has no grant
-		{shard.NeedTokens{Names: []string{"C"}}, "/C"},
+		{protocol.NeedTokens{Servers: []string{"alpha"}}, "A1,A2/"},
+		{protocol.NeedTokens{Names: []string{"B"}}, "B/"},
+		{protocol.NeedTokens{Names: []string{"A2"}, Servers: []string{"beta"}}, "A2,B/"},
+		{protocol.NeedTokens{Names: []string{"nope"}, Servers: []string{"delta"}}, "/"},
+		{protocol.NeedTokens{Names: []string{"B", "C"}}, "B/C"}, // gamma has no grant
+		{protocol.NeedTokens{Names: []string{"C"}}, "/C"},
 	} {
 		got, err := src.Tokens(t.Context(), c.req)
 		if err != nil || names(got) != c.want {
@@ -117,7 +118,7 @@ func TestShardTokens(t *testing.T) {
 // the reason nor the log holds a secret of the grant.
 func TestShardTokensRefusedHoldNoSecret(t *testing.T) {
 	src, logs := tokenSourceFor(t, map[string]string{"OK_TOKEN": "ok", "STALE_TOKEN": "stale"}, []string{"ok"}, []string{"stale"})
-	got, err := src.Tokens(t.Context(), shard.NeedTokens{Servers: []string{"ok", "stale"}})
+	got, err := src.Tokens(t.Context(), protocol.NeedTokens{Servers: []string{"ok", "stale"}})
 	if err != nil || len(got) != 2 || got["OK_TOKEN"].Value != "ACCESS-ok" || got["STALE_TOKEN"].Refused == "" || got["STALE_TOKEN"].Value != "" {
 		t.Fatalf("Tokens gave %+v, %v; want OK_TOKEN's value and STALE_TOKEN refused", got, err)
 	}

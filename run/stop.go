@@ -6,6 +6,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/transcript"
@@ -195,7 +196,7 @@ func (c *collector) stoppedVariants() []StoppedVariant {
 // reports it, in the shard's message loop (shard.Reporter): before the
 // shard's next trial can be granted, so a stop takes effect at once
 // however long the transcript takes to come back.
-func (c *collector) Reported(shardIndex int, m *shard.Trial) {
+func (c *collector) Reported(shardIndex int, m *protocol.Trial) {
 	c.observe(m.Key, m.Status, m.Cause, "")
 	if m.Path == "" {
 		// The worker could not store the transcript.

@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mst-eval/mst/dataset"
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/runner/runnertest"
 	"github.com/mst-eval/mst/secrets"
@@ -133,7 +134,7 @@ type served struct {
 	res     shard.ShardResult
 }
 
-func (e *served) Trial(shardIndex int, m *shard.Trial, data []byte) {
+func (e *served) Trial(shardIndex int, m *protocol.Trial, data []byte) {
 	if tr, err := transcript.Decode(data); err == nil {
 		e.results.WriteTranscript(context.Background(), tr)
 	}
@@ -283,9 +284,9 @@ func watchHeartbeat(in io.Reader, first string, cancel func()) io.Reader {
 			}
 			json.Unmarshal(s.Bytes(), &m)
 			switch {
-			case m.Type == shard.TypeTrial && m.Key.Case == first:
+			case m.Type == protocol.TypeTrial && m.Key.Case == first:
 				seen = true
-			case m.Type == shard.TypeHeartbeat && seen && m.InFlight > 0:
+			case m.Type == protocol.TypeHeartbeat && seen && m.InFlight > 0:
 				cancel()
 			}
 		}

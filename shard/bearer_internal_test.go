@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/secrets"
 )
 
@@ -41,7 +42,7 @@ func TestBearerWaitsForTheAnswer(t *testing.T) {
 			t.Fatalf("bearer returned %+v before any answer; want it to wait", g)
 		default:
 		}
-		k.receive(&Tokens{
+		k.receive(&protocol.Tokens{
 			Values:  map[string]string{"MST_OAUTH_NOTES": "access-token-notes-1"},
 			Expires: map[string]time.Time{"MST_OAUTH_NOTES": time.Now().Add(time.Hour)},
 			Errors:  map[string]string{"MST_OAUTH_DRIVE": "the grant was refused; run `mst auth drive -c eval.yaml`"},
@@ -54,7 +55,7 @@ func TestBearerWaitsForTheAnswer(t *testing.T) {
 		}
 
 		// A fresh value replaces the refusal.
-		k.receive(&Tokens{Values: map[string]string{"MST_OAUTH_DRIVE": "access-token-drive-2"}, Expires: map[string]time.Time{"MST_OAUTH_DRIVE": time.Now().Add(time.Minute)}})
+		k.receive(&protocol.Tokens{Values: map[string]string{"MST_OAUTH_DRIVE": "access-token-drive-2"}, Expires: map[string]time.Time{"MST_OAUTH_DRIVE": time.Now().Add(time.Minute)}})
 		if v, err := k.bearer(t.Context(), "MST_OAUTH_DRIVE"); err != nil || v != "access-token-drive-2" {
 			t.Errorf("drive after a fresh value: %q, %v", v, err)
 		}
@@ -72,7 +73,7 @@ func TestBearerWaitsForTheAnswer(t *testing.T) {
 			t.Fatalf("bearer returned %+v while a fresh value was asked for; want it to wait", g)
 		default:
 		}
-		k.receive(&Tokens{Errors: map[string]string{"MST_OAUTH_DRIVE": "the refresh failed"}})
+		k.receive(&protocol.Tokens{Errors: map[string]string{"MST_OAUTH_DRIVE": "the refresh failed"}})
 		if g := <-late; g.err == nil || g.err.Error() != "the refresh failed" {
 			t.Errorf("drive after a failed refresh: %+v, want the reason", g)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/dataset"
 	"github.com/mst-eval/mst/internal/testbin"
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/servers"
 	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/store"
@@ -99,9 +100,9 @@ type wireTap struct {
 }
 
 func (t wireTap) Write(p []byte) (int, error) {
-	if m, err := shard.Decode(p); err == nil {
+	if m, err := protocol.Decode(p); err == nil {
 		switch m.(type) {
-		case *shard.AcquireCall, *shard.CallGranted, *shard.ReleaseCall:
+		case *protocol.AcquireCall, *protocol.CallGranted, *protocol.ReleaseCall:
 			t.log.mu.Lock()
 			t.log.lines = append(t.log.lines, m)
 			t.log.mu.Unlock()
@@ -118,13 +119,13 @@ func (l *wireLog) counts() (acquires, grants, releases, most int) {
 	defer l.mu.Unlock()
 	for _, m := range l.lines {
 		switch m := m.(type) {
-		case *shard.AcquireCall:
+		case *protocol.AcquireCall:
 			acquires++
-		case *shard.CallGranted:
+		case *protocol.CallGranted:
 			if m.Refused == "" {
 				grants++
 			}
-		case *shard.ReleaseCall:
+		case *protocol.ReleaseCall:
 			releases++
 		}
 		most = max(most, grants-releases)
@@ -314,7 +315,7 @@ func TestCallLimitAcrossShards(t *testing.T) {
 func callGrants(w *pipeWorker) (granted []int64, refused map[int64]string) {
 	refused = map[int64]string{}
 	for _, m := range w.messages() {
-		if g, ok := m.(*shard.CallGranted); ok {
+		if g, ok := m.(*protocol.CallGranted); ok {
 			if g.Refused != "" {
 				refused[g.ID] = g.Refused
 			} else {
@@ -350,7 +351,7 @@ func TestCallLimitCounts(t *testing.T) {
 		for i, w := range workers {
 			w.sendMsg(helloFrom("test", i))
 			for id := int64(1); id <= perShard; id++ {
-				w.sendMsg(&shard.AcquireCall{ID: id, Server: "slow"})
+				w.sendMsg(&protocol.AcquireCall{ID: id, Server: "slow"})
 			}
 		}
 		released := map[grantRef]bool{}
@@ -376,18 +377,18 @@ func TestCallLimitCounts(t *testing.T) {
 				break
 			}
 			g := held[0]
-			workers[g.shard].sendMsg(&shard.ReleaseCall{ID: g.id})
+			workers[g.shard].sendMsg(&protocol.ReleaseCall{ID: g.id})
 			released[g] = true
 		}
 		// An uncapped server's calls are granted at once.
-		workers[0].sendMsg(&shard.AcquireCall{ID: 10, Server: "fast"})
-		workers[0].sendMsg(&shard.AcquireCall{ID: 11, Server: "fast"})
+		workers[0].sendMsg(&protocol.AcquireCall{ID: 10, Server: "fast"})
+		workers[0].sendMsg(&protocol.AcquireCall{ID: 11, Server: "fast"})
 		synctest.Wait()
 		if ids, _ := callGrants(workers[0]); len(ids) != perShard+2 {
 			t.Errorf("shard 0 got calls %v granted, want its 3 slow calls and both fast ones", ids)
 		}
 		for i, w := range workers {
-			w.sendMsg(&shard.Done{CleanupOK: true})
+			w.sendMsg(&protocol.Done{CleanupOK: true})
 			if _, err := w.wait(); err != nil {
 				t.Errorf("Serve(shard %d) = %v, want no error", i, err)
 			}
@@ -407,14 +408,14 @@ func TestCallLimitRoomOfEndedShard(t *testing.T) {
 		lost.sendMsg(helloFrom("test", 0))
 		waiting.sendMsg(helloFrom("test", 1))
 		for id := int64(1); id <= 3; id++ {
-			lost.sendMsg(&shard.AcquireCall{ID: id, Server: "slow"})
+			lost.sendMsg(&protocol.AcquireCall{ID: id, Server: "slow"})
 		}
 		synctest.Wait()
 		if ids, _ := callGrants(lost); len(ids) != 2 {
 			t.Fatalf("shard 0 got calls %v granted for three under a cap of two, want two", ids)
 		}
-		waiting.sendMsg(&shard.AcquireCall{ID: 1, Server: "slow"})
-		waiting.sendMsg(&shard.AcquireCall{ID: 2, Server: "slow"})
+		waiting.sendMsg(&protocol.AcquireCall{ID: 1, Server: "slow"})
+		waiting.sendMsg(&protocol.AcquireCall{ID: 2, Server: "slow"})
 		synctest.Wait()
 		if ids, _ := callGrants(waiting); len(ids) != 0 {
 			t.Fatalf("shard 1 got calls %v granted while shard 0 held every place, want none", ids)
@@ -427,7 +428,7 @@ func TestCallLimitRoomOfEndedShard(t *testing.T) {
 		if ids, _ := callGrants(waiting); !slices.Equal(sorted(ids), []int64{1, 2}) {
 			t.Errorf("shard 1 got calls %v granted after shard 0 was lost holding both places, want [1 2]", ids)
 		}
-		waiting.sendMsg(&shard.Done{CleanupOK: true})
+		waiting.sendMsg(&protocol.Done{CleanupOK: true})
 		if _, err := waiting.wait(); err != nil {
 			t.Errorf("Serve(shard 1) = %v, want no error", err)
 		}
@@ -457,13 +458,13 @@ func TestCallLimitHostile(t *testing.T) {
 		honestGranted := func() []int64 { ids, _ := callGrants(honest); return sorted(ids) }
 
 		// The honest shard holds the one place; its second call waits.
-		step(honest, &shard.AcquireCall{ID: 1, Server: "slow"})
-		step(honest, &shard.AcquireCall{ID: 2, Server: "slow"})
+		step(honest, &protocol.AcquireCall{ID: 1, Server: "slow"})
+		step(honest, &protocol.AcquireCall{ID: 2, Server: "slow"})
 		// The liar's call waits behind it.
-		step(liar, &shard.AcquireCall{ID: 1, Server: "slow"})
+		step(liar, &protocol.AcquireCall{ID: 1, Server: "slow"})
 		// Servers its variants do not use, capped or not, are refused.
-		step(liar, &shard.AcquireCall{ID: 2, Server: "other"})
-		step(liar, &shard.AcquireCall{ID: 3, Server: "../../etc"})
+		step(liar, &protocol.AcquireCall{ID: 2, Server: "other"})
+		step(liar, &protocol.AcquireCall{ID: 3, Server: "../../etc"})
 		_, refused := callGrants(liar)
 		for _, id := range []int64{2, 3} {
 			if !strings.HasPrefix(refused[id], "refused by the coordinator:") {
@@ -471,40 +472,40 @@ func TestCallLimitHostile(t *testing.T) {
 			}
 		}
 		// Not answered: an ID that is not positive, an ID used before.
-		step(liar, &shard.AcquireCall{ID: 0, Server: "slow"})
-		step(liar, &shard.AcquireCall{ID: -4, Server: "slow"})
-		step(liar, &shard.AcquireCall{ID: 2, Server: "slow"})
+		step(liar, &protocol.AcquireCall{ID: 0, Server: "slow"})
+		step(liar, &protocol.AcquireCall{ID: -4, Server: "slow"})
+		step(liar, &protocol.AcquireCall{ID: 2, Server: "slow"})
 		if ids, refused := callGrants(liar); len(ids) != 0 || len(refused) != 2 {
 			t.Errorf("shard 0 got calls %v granted and %v refused, want none granted and only 2 and 3 refused", ids, refused)
 		}
 		// Releases that hold no place free nothing: the honest shard's
 		// second call keeps waiting.
 		for _, id := range []int64{99, 1, 2, 3, 0} {
-			step(liar, &shard.ReleaseCall{ID: id})
+			step(liar, &protocol.ReleaseCall{ID: id})
 			if got := honestGranted(); !slices.Equal(got, []int64{1}) {
 				t.Fatalf("after shard 0's release-call %d (never granted): shard 1 has calls %v granted, want [1]", id, got)
 			}
 		}
 		// A release of another shard's call ID is not the other shard's.
-		step(liar, &shard.ReleaseCall{ID: 1})
+		step(liar, &protocol.ReleaseCall{ID: 1})
 		if got := honestGranted(); !slices.Equal(got, []int64{1}) {
 			t.Fatalf("shard 0's release of its own waiting ID 1 freed shard 1's place: shard 1 has %v granted", got)
 		}
 		// The honest release frees the place for whichever call waits.
-		step(honest, &shard.ReleaseCall{ID: 1})
+		step(honest, &protocol.ReleaseCall{ID: 1})
 		liarIDs, _ := callGrants(liar)
 		grants := len(honestGranted()) + len(liarIDs)
 		if grants != 2 {
 			t.Fatalf("after shard 1's release: %d calls granted in all (shard 1 %v, shard 0 %v), want 2", grants, honestGranted(), liarIDs)
 		}
 		// A second release of the same ID frees nothing more.
-		step(honest, &shard.ReleaseCall{ID: 1})
+		step(honest, &protocol.ReleaseCall{ID: 1})
 		liarIDs, _ = callGrants(liar)
 		if got := len(honestGranted()) + len(liarIDs); got != 2 {
 			t.Errorf("shard 1's second release of call 1 freed another place: %d granted in all, want 2", got)
 		}
 		for _, w := range []*pipeWorker{liar, honest} {
-			w.sendMsg(&shard.Done{CleanupOK: true})
+			w.sendMsg(&protocol.Done{CleanupOK: true})
 			if _, err := w.wait(); err != nil {
 				t.Errorf("Serve = %v, want no error: the verdict is on the message, not the worker", err)
 			}

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/transcript"
 )
@@ -31,7 +32,7 @@ type Events interface {
 	// no fetch). Calls for one shard come one at a time, in the order the
 	// worker reported the trials, from a goroutine of that shard's; calls
 	// for several shards come at once.
-	Trial(shard int, m *Trial, data []byte)
+	Trial(shard int, m *protocol.Trial, data []byte)
 }
 
 // Reporter is implemented by Events that count a trial as soon as its
@@ -40,7 +41,7 @@ type Events interface {
 // next message is read (so before its next trial can be granted). Trial
 // is still called once the transcript is back.
 type Reporter interface {
-	Reported(shard int, m *Trial)
+	Reported(shard int, m *protocol.Trial)
 }
 
 // GradeEvents receive what grade shards report. Graded is called as
@@ -48,7 +49,7 @@ type Reporter interface {
 // bytes as fetched back from the worker's machine (grade.TrialGrade as
 // JSON), which the receiver must check like any input from a worker.
 type GradeEvents interface {
-	Graded(shard int, m *Graded, data []byte)
+	Graded(shard int, m *protocol.Graded, data []byte)
 }
 
 // Gate decides whether a trial a worker asks room for runs at all. Admit
@@ -97,7 +98,7 @@ type Coordinator struct {
 	// said what it runs on. b is the shard's bundle, nil when Bundles does
 	// not hold it. An error refuses the worker: Serve sends cancel, starts
 	// nothing, and fails the shard with the error.
-	CheckHello func(b *Bundle, h *Hello) error
+	CheckHello func(b *Bundle, h *protocol.Hello) error
 }
 
 // ReasonRefused is the reason of the cancel a worker gets when CheckHello
@@ -120,8 +121,8 @@ const CopyBackTimeout = 2 * time.Minute
 
 // ShardResult is how a shard ended.
 type ShardResult struct {
-	Hello *Hello
-	Done  *Done
+	Hello *protocol.Hello
+	Done  *protocol.Done
 }
 
 // Serve speaks the protocol with one worker: it reads the worker's stdout
@@ -166,13 +167,13 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 	calls := map[int64]callPhase{}
 	heldCalls := map[int64]*semaphore{}
 	used := bundleServers(bundle)
-	enc := NewEncoder(out)
+	enc := protocol.NewEncoder(out)
 	msgs := make(chan any)
 	errc := make(chan error, 1)
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
-		dec := NewDecoder(in)
+		dec := protocol.NewDecoder(in)
 		for {
 			m, err := dec.Read()
 			if err != nil {
@@ -257,9 +258,9 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 		select {
 		case <-done:
 			done = nil
-			enc.Write(&Cancel{Reason: "the run was interrupted"})
+			enc.Write(&protocol.Cancel{Reason: "the run was interrupted"})
 		case <-copiesFailed:
-			enc.Write(&Cancel{Reason: "the coordinator cannot copy this worker's files back"})
+			enc.Write(&protocol.Cancel{Reason: "the coordinator cannot copy this worker's files back"})
 			return res, fmt.Errorf("shard %d: %d files in a row could not be copied back from the worker's machine (see the warnings above), so the shard was stopped: its remaining trials stay missing, and a resume runs them", shard, CopyFailureLimit)
 		case <-timer.C:
 			return res, fmt.Errorf("shard %d: %w: the worker sent nothing for %s", shard, ErrWorkerLost, silence)
@@ -267,35 +268,35 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 			if errors.Is(err, io.EOF) {
 				return res, fmt.Errorf("shard %d: %w: its channel closed before it said done", shard, ErrWorkerLost)
 			}
-			if errors.Is(err, ErrBadLine) || errors.Is(err, ErrUnknownMessage) {
+			if errors.Is(err, protocol.ErrBadLine) || errors.Is(err, protocol.ErrUnknownMessage) {
 				// The channel works, but what the worker wrote is not the
 				// protocol: the worker failed, it was not lost.
-				return res, fmt.Errorf("shard %d: the worker wrote a line that is not %s (its stdout carries protocol lines only; logs belong on stderr): %w", shard, Protocol, err)
+				return res, fmt.Errorf("shard %d: the worker wrote a line that is not %s (its stdout carries protocol lines only; logs belong on stderr): %w", shard, protocol.Protocol, err)
 			}
 			return res, fmt.Errorf("shard %d: %w: %w", shard, ErrWorkerLost, err)
 		case m := <-msgs:
 			timer.Reset(silence)
 			switch m := m.(type) {
-			case *Hello:
+			case *protocol.Hello:
 				if res.Hello != nil {
 					logger.Warn("refused a second hello from the worker; the first one stands", "shard", shard)
 					continue
 				}
-				if m.Protocol != Protocol || m.MSTVersion != c.MSTVersion {
-					enc.Write(&Cancel{Reason: ReasonVersionMismatch})
+				if m.Protocol != protocol.Protocol || m.MSTVersion != c.MSTVersion {
+					enc.Write(&protocol.Cancel{Reason: ReasonVersionMismatch})
 					return res, fmt.Errorf("shard %d: the worker runs %s with MST %s, the coordinator %s with MST %s: install the same MST on the worker machine",
-						shard, m.Protocol, m.MSTVersion, Protocol, c.MSTVersion)
+						shard, m.Protocol, m.MSTVersion, protocol.Protocol, c.MSTVersion)
 				}
 				res.Hello = m
 				// (Without the shard's bundle there is nothing to compare
 				// the worker's plugins with.)
 				if err := checkPlugins(bundle, m.Plugins); err != nil {
-					enc.Write(&Cancel{Reason: ReasonVersionMismatch})
+					enc.Write(&protocol.Cancel{Reason: ReasonVersionMismatch})
 					return res, fmt.Errorf("shard %d: the worker does not run the coordinator's plugins (%s): install the same plugins, at the same versions, on the worker machine, or use the same mst build there; no trial ran", shard, err)
 				}
 				if c.CheckHello != nil {
 					if err := c.CheckHello(bundle, m); err != nil {
-						enc.Write(&Cancel{Reason: ReasonRefused})
+						enc.Write(&protocol.Cancel{Reason: ReasonRefused})
 						return res, fmt.Errorf("shard %d: the worker's machine (%s/%s) cannot run this shard, no trial ran:\n%w", shard, m.OS, m.Arch, err)
 					}
 				}
@@ -303,10 +304,10 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 				if c.Secrets != nil {
 					values = c.Secrets.Env()
 				}
-				if err := enc.Write(&Tokens{Values: values}); err != nil {
+				if err := enc.Write(&protocol.Tokens{Values: values}); err != nil {
 					return res, fmt.Errorf("shard %d: %w: sending tokens: %v", shard, ErrWorkerLost, err)
 				}
-			case *Acquire:
+			case *protocol.Acquire:
 				if res.Hello == nil {
 					return res, fmt.Errorf("shard %d: the worker sent acquire before hello", shard)
 				}
@@ -315,7 +316,7 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 					if _, dup := acquired[m.ID]; !dup && m.ID > 0 {
 						// Answered, so the worker does not wait for it; the
 						// trial it reports for it is refused in turn.
-						enc.Write(&Granted{ID: m.ID, Skip: "refused by the coordinator: " + why})
+						enc.Write(&protocol.Granted{ID: m.ID, Skip: "refused by the coordinator: " + why})
 					}
 					continue
 				}
@@ -326,7 +327,7 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 						heldMu.Lock()
 						granted[m.ID] = true
 						heldMu.Unlock()
-						enc.Write(&Granted{ID: m.ID, Skip: skip})
+						enc.Write(&protocol.Granted{ID: m.ID, Skip: skip})
 						continue
 					}
 				}
@@ -349,16 +350,16 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 							heldMu.Lock()
 							granted[m.ID] = true
 							heldMu.Unlock()
-							enc.Write(&Granted{ID: m.ID, Skip: skip})
+							enc.Write(&protocol.Granted{ID: m.ID, Skip: skip})
 						}
 						return
 					}
 					held[m.ID] = sems
 					granted[m.ID] = true
 					heldMu.Unlock()
-					enc.Write(&Granted{ID: m.ID})
+					enc.Write(&protocol.Granted{ID: m.ID})
 				}()
-			case *AcquireCall:
+			case *protocol.AcquireCall:
 				if res.Hello == nil {
 					return res, fmt.Errorf("shard %d: the worker sent acquire-call before hello", shard)
 				}
@@ -371,7 +372,7 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 					why := fmt.Sprintf("shard %d's variants do not use server %q", shard, clip(m.Server))
 					logger.Warn("refused a call acquire: "+why, "shard", shard, "call", m.ID)
 					// Answered, so the worker does not wait for it.
-					enc.Write(&CallGranted{ID: m.ID, Refused: "refused by the coordinator: " + why})
+					enc.Write(&protocol.CallGranted{ID: m.ID, Refused: "refused by the coordinator: " + why})
 					continue
 				}
 				calls[m.ID] = callWaiting
@@ -390,9 +391,9 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 					}
 					heldCalls[m.ID] = sem
 					heldMu.Unlock()
-					enc.Write(&CallGranted{ID: m.ID})
+					enc.Write(&protocol.CallGranted{ID: m.ID})
 				}()
-			case *ReleaseCall:
+			case *protocol.ReleaseCall:
 				heldMu.Lock()
 				sem, ok := heldCalls[m.ID]
 				delete(heldCalls, m.ID)
@@ -405,7 +406,7 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 				if sem != nil {
 					sem.release()
 				}
-			case *Trial:
+			case *protocol.Trial:
 				wasGranted := wasGranted(m.Acquire)
 				why := refuseTrial(m, acquired, wasGranted, trials, shard)
 				if grading {
@@ -445,9 +446,9 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 				} else if c.Events != nil {
 					c.Events.Trial(shard, m, nil)
 				}
-			case *Graded:
+			case *protocol.Graded:
 				wasGranted := wasGranted(m.Acquire)
-				why := refuseTrial(&Trial{Acquire: m.Acquire, Key: m.Key}, acquired, wasGranted, trials, shard)
+				why := refuseTrial(&protocol.Trial{Acquire: m.Acquire, Key: m.Key}, acquired, wasGranted, trials, shard)
 				if bundle != nil && !grading {
 					why = fmt.Sprintf("shard %d runs trials; it grades none", shard)
 				}
@@ -481,13 +482,13 @@ func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io
 				} else if c.Grades != nil {
 					c.Grades.Graded(shard, m, nil)
 				}
-			case *NeedTokens:
+			case *protocol.NeedTokens:
 				// A token source may take a while (a refresh over the
 				// network); the worker does not wait for the answer.
 				go c.answerNeedTokens(tokenCtx, shard, enc, m)
-			case *Heartbeat:
+			case *protocol.Heartbeat:
 				// A heartbeat only proves the worker is alive.
-			case *Done:
+			case *protocol.Done:
 				res.Done = m
 				if m.Error != "" {
 					return res, fmt.Errorf("shard %d: %s", shard, m.Error)
@@ -541,7 +542,7 @@ func bundleServers(b *Bundle) map[string]bool {
 // refuseAcquire says why an acquire is refused, or "" to go on: an ID in
 // use or not positive, a key that is not one of the shard's planned trials
 // (when the coordinator knows them), a key acquired before.
-func refuseAcquire(m *Acquire, acquired map[int64]transcript.Key, trials *trialSet, shard int) string {
+func refuseAcquire(m *protocol.Acquire, acquired map[int64]transcript.Key, trials *trialSet, shard int) string {
 	_, running := acquired[m.ID]
 	switch {
 	case m.ID <= 0:
@@ -560,7 +561,7 @@ func refuseAcquire(m *Acquire, acquired map[int64]transcript.Key, trials *trialS
 // that is not one of the shard's planned trials, a trial reported before,
 // an acquire that was never answered with granted or was for another
 // trial.
-func refuseTrial(m *Trial, acquired map[int64]transcript.Key, wasGranted bool, trials *trialSet, shard int) string {
+func refuseTrial(m *protocol.Trial, acquired map[int64]transcript.Key, wasGranted bool, trials *trialSet, shard int) string {
 	k, ok := acquired[m.Acquire]
 	switch {
 	case !trials.planned(m.Key):

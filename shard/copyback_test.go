@@ -9,6 +9,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/transcript"
 )
@@ -41,19 +42,19 @@ func TestServeCopiesBesideTheLoop(t *testing.T) {
 		const n = 8
 		for i := 1; i <= n; i++ {
 			key := transcript.Key{Case: "c", Variant: "v", Trial: i}
-			w.sendMsg(&shard.Acquire{ID: int64(i), Key: key})
+			w.sendMsg(&protocol.Acquire{ID: int64(i), Key: key})
 			synctest.Wait()
 			if g := w.granted(); len(g) != i {
 				t.Fatalf("acquire %d: granted %v while trial 1's copy runs; want every acquire granted", i, g)
 			}
-			w.sendMsg(&shard.Trial{Acquire: int64(i), Key: key, Status: transcript.Answered, Path: fmt.Sprintf("transcripts/v/c.t%d.json", i)})
+			w.sendMsg(&protocol.Trial{Acquire: int64(i), Key: key, Status: transcript.Answered, Path: fmt.Sprintf("transcripts/v/c.t%d.json", i)})
 		}
 		synctest.Wait()
 		if got := ev.got(); len(got) != 0 {
 			t.Errorf("%d trials reported before trial 1's copy ended; want none (they come in order)", len(got))
 		}
 		close(release)
-		w.sendMsg(&shard.Done{Counts: transcript.Counts{Planned: n, Answered: n}, CleanupOK: true})
+		w.sendMsg(&protocol.Done{Counts: transcript.Counts{Planned: n, Answered: n}, CleanupOK: true})
 		if _, err := w.wait(); err != nil {
 			t.Fatalf("Serve = %v", err)
 		}
@@ -96,9 +97,9 @@ func TestServeStopsWhenCopiesKeepFailing(t *testing.T) {
 		}
 		for i, name := range names {
 			key := transcript.Key{Case: name, Variant: "v", Trial: i + 1}
-			w.sendMsg(&shard.Acquire{ID: int64(i + 1), Key: key})
+			w.sendMsg(&protocol.Acquire{ID: int64(i + 1), Key: key})
 			synctest.Wait() // the grant, before the report, as a worker waits for it
-			w.sendMsg(&shard.Trial{Acquire: int64(i + 1), Key: key, Status: transcript.Answered, Path: fmt.Sprintf("transcripts/v/%s.t%d.json", name, i+1)})
+			w.sendMsg(&protocol.Trial{Acquire: int64(i + 1), Key: key, Status: transcript.Answered, Path: fmt.Sprintf("transcripts/v/%s.t%d.json", name, i+1)})
 			synctest.Wait()
 			if i < len(names)-1 && w.returned() {
 				_, err := w.wait()
@@ -111,7 +112,7 @@ func TestServeStopsWhenCopiesKeepFailing(t *testing.T) {
 		}
 		var cancelled bool
 		for _, m := range w.messages() {
-			if _, ok := m.(*shard.Cancel); ok {
+			if _, ok := m.(*protocol.Cancel); ok {
 				cancelled = true
 			}
 		}

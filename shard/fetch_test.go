@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
@@ -123,26 +124,26 @@ func TestServeFetchBounded(t *testing.T) {
 		w := startServe(t, t.Context(), c, 0, fetch)
 		key := transcript.Key{Case: "c", Variant: "v", Trial: 1}
 		w.sendMsg(helloFrom("test", 0))
-		w.sendMsg(&shard.Acquire{ID: 1, Key: key})
+		w.sendMsg(&protocol.Acquire{ID: 1, Key: key})
 		// A worker reports a trial only once it was granted (the grant
 		// may come from another goroutine of Serve).
 		synctest.Wait()
 		if g := w.granted(); len(g) != 1 {
 			t.Fatalf("granted %v, want the one acquire", g)
 		}
-		w.sendMsg(&shard.Trial{Acquire: 1, Key: key, Status: transcript.Answered, Path: "transcripts/v/c.t1.json"})
+		w.sendMsg(&protocol.Trial{Acquire: 1, Key: key, Status: transcript.Answered, Path: "transcripts/v/c.t1.json"})
 		// Both tries end at CopyBackTimeout; the worker's heartbeats (every
 		// 10s, as a worker sends them) reach Serve all the while.
 		for elapsed := time.Duration(0); elapsed < 2*shard.CopyBackTimeout; elapsed += 10 * time.Second {
 			time.Sleep(10 * time.Second) // synctest's fake clock
-			w.sendMsg(&shard.Heartbeat{})
+			w.sendMsg(&protocol.Heartbeat{})
 		}
 		synctest.Wait()
 		if w.returned() {
 			_, err := w.wait()
 			t.Fatalf("Serve(a copy that hangs) = %v when the copy ended, want it still serving: the worker sent its heartbeats", err)
 		}
-		w.sendMsg(&shard.Done{Counts: transcript.Counts{Planned: 1, Answered: 1}, CleanupOK: true})
+		w.sendMsg(&protocol.Done{Counts: transcript.Counts{Planned: 1, Answered: 1}, CleanupOK: true})
 		_, err := w.wait()
 		if err != nil {
 			t.Errorf("Serve(a copy that hangs, then done) = %v, want no error", err)

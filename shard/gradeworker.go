@@ -16,6 +16,7 @@ import (
 
 	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/internal/atomicfile"
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/provider"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/store"
@@ -70,7 +71,7 @@ func (w *GradeWorker) Run(ctx context.Context, b *Bundle, bundleDir string, in i
 	if err != nil {
 		return fmt.Errorf("the bundle's graders: %w", err)
 	}
-	enc := NewEncoder(out)
+	enc := protocol.NewEncoder(out)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// The grade worker shares the collect worker's handling of the
@@ -78,11 +79,11 @@ func (w *GradeWorker) Run(ctx context.Context, b *Bundle, bundleDir string, in i
 	host := &Worker{Logger: w.Logger, Heartbeat: w.Heartbeat, Secrets: w.Secrets}
 	r := &workerRun{w: host, b: b, enc: enc, grants: map[int64]chan struct{}{}, accepted: make(chan struct{})}
 	r.tokens = newWorkerTokens(w.Secrets, w.Logger, "", func(names []string, _ bool) {
-		enc.Write(&NeedTokens{Names: names})
+		enc.Write(&protocol.NeedTokens{Names: names})
 	})
 	defer r.tokens.close()
 	go r.readCoordinator(in, cancel)
-	if err := enc.Write(&Hello{Protocol: Protocol, MSTVersion: w.MSTVersion, Shard: b.Shard, ImageDigest: w.ImageDigest, OS: runtime.GOOS, Arch: runtime.GOARCH, Plugins: pluginVersions(ctx, slices.Collect(maps.Keys(b.Plugins)))}); err != nil {
+	if err := enc.Write(&protocol.Hello{Protocol: protocol.Protocol, MSTVersion: w.MSTVersion, Shard: b.Shard, ImageDigest: w.ImageDigest, OS: runtime.GOOS, Arch: runtime.GOARCH, Plugins: pluginVersions(ctx, slices.Collect(maps.Keys(b.Plugins)))}); err != nil {
 		return fmt.Errorf("writing hello: %w", err)
 	}
 	hbCtx, stopHB := context.WithCancel(context.Background())
@@ -97,7 +98,7 @@ func (w *GradeWorker) Run(ctx context.Context, b *Bundle, bundleDir string, in i
 	default:
 		stopHB()
 		err := fmt.Errorf("the coordinator did not accept this worker (%s); nothing was graded", r.cancelled())
-		enc.Write(&Done{Error: err.Error(), CleanupOK: r.tokens.close() == nil})
+		enc.Write(&protocol.Done{Error: err.Error(), CleanupOK: r.tokens.close() == nil})
 		return err
 	}
 	judges := &grade.Judges{Providers: w.Providers, Key: w.Secrets.Get}
@@ -118,7 +119,7 @@ func (w *GradeWorker) Run(ctx context.Context, b *Bundle, bundleDir string, in i
 	counts = r.tally
 	r.mu.Unlock()
 	counts.Planned = len(b.Grade.Trials)
-	return enc.Write(&Done{Counts: counts, CleanupOK: cleanup == nil})
+	return enc.Write(&protocol.Done{Counts: counts, CleanupOK: cleanup == nil})
 }
 
 type gradeRun struct {
@@ -140,7 +141,7 @@ func (g *gradeRun) trial(ctx context.Context, k transcript.Key) {
 	}
 	start := time.Now()
 	report := func(path string) {
-		g.r.enc.Write(&Graded{Acquire: id, Key: k, Path: path, DurationMs: ms(time.Since(start))})
+		g.r.enc.Write(&protocol.Graded{Acquire: id, Key: k, Path: path, DurationMs: ms(time.Since(start))})
 	}
 	if skip != "" {
 		g.w.Logger.Warn("the coordinator refused a trial to grade", "trial", k.String(), "why", skip)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/internal/builtin"
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/provider/providertest"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/shard"
@@ -28,7 +29,7 @@ type gradeEvents struct {
 	bad    []string
 }
 
-func (e *gradeEvents) Graded(_ int, m *shard.Graded, data []byte) {
+func (e *gradeEvents) Graded(_ int, m *protocol.Graded, data []byte) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var g grade.TrialGrade
@@ -214,21 +215,21 @@ func testGradeReportsRefused(t *testing.T) {
 
 	w := startServe(t, t.Context(), coord, 0, fetch)
 	w.sendMsg(helloFrom("1.0.0", 0))
-	w.sendMsg(&shard.Graded{Acquire: 1, Key: k, Path: shard.GradePath(k)}) // never acquired
+	w.sendMsg(&protocol.Graded{Acquire: 1, Key: k, Path: shard.GradePath(k)}) // never acquired
 	for i, p := range lies {
 		id := int64(i + 10)
-		w.sendMsg(&shard.Acquire{ID: id, Key: trials[i+1]})
+		w.sendMsg(&protocol.Acquire{ID: id, Key: trials[i+1]})
 		synctest.Wait()
-		w.sendMsg(&shard.Graded{Acquire: id, Key: trials[i+1], Path: p})
+		w.sendMsg(&protocol.Graded{Acquire: id, Key: trials[i+1], Path: p})
 	}
 	if got := len(w.granted()); got != len(lies) {
 		t.Fatalf("granted %d acquires, want %d", got, len(lies))
 	}
-	w.sendMsg(&shard.Acquire{ID: 1, Key: k})
+	w.sendMsg(&protocol.Acquire{ID: 1, Key: k})
 	synctest.Wait()
-	w.sendMsg(&shard.Trial{Acquire: 1, Key: k, Status: transcript.Answered, Path: shard.GradeTranscript(k)})
-	w.sendMsg(&shard.Graded{Acquire: 1, Key: other, Path: shard.GradePath(other)})
-	w.sendMsg(&shard.Done{CleanupOK: true})
+	w.sendMsg(&protocol.Trial{Acquire: 1, Key: k, Status: transcript.Answered, Path: shard.GradeTranscript(k)})
+	w.sendMsg(&protocol.Graded{Acquire: 1, Key: other, Path: shard.GradePath(other)})
+	w.sendMsg(&protocol.Done{CleanupOK: true})
 	if _, err := w.wait(); err != nil {
 		t.Fatalf("Serve = %v", err)
 	}
@@ -239,14 +240,14 @@ func testGradeReportsRefused(t *testing.T) {
 	// The one honest report, once: fetched and handed on.
 	w2 := startServe(t, t.Context(), coord, 0, fetch)
 	w2.sendMsg(helloFrom("1.0.0", 0))
-	w2.sendMsg(&shard.Acquire{ID: 7, Key: k})
+	w2.sendMsg(&protocol.Acquire{ID: 7, Key: k})
 	synctest.Wait()
 	if len(w2.granted()) != 1 {
 		t.Fatalf("granted %v, want the one acquire", w2.granted())
 	}
-	w2.sendMsg(&shard.Graded{Acquire: 7, Key: k, Path: shard.GradePath(k)})
-	w2.sendMsg(&shard.Graded{Acquire: 7, Key: k, Path: shard.GradePath(k)})
-	w2.sendMsg(&shard.Done{CleanupOK: true})
+	w2.sendMsg(&protocol.Graded{Acquire: 7, Key: k, Path: shard.GradePath(k)})
+	w2.sendMsg(&protocol.Graded{Acquire: 7, Key: k, Path: shard.GradePath(k)})
+	w2.sendMsg(&protocol.Done{CleanupOK: true})
 	if _, err := w2.wait(); err != nil {
 		t.Fatalf("Serve = %v", err)
 	}
@@ -257,8 +258,8 @@ func testGradeReportsRefused(t *testing.T) {
 	// A collect shard reports trials, never grades.
 	w3 := startServe(t, t.Context(), coord, 1, fetch)
 	w3.sendMsg(helloFrom("1.0.0", 1))
-	w3.sendMsg(&shard.Graded{Acquire: 1, Key: k, Path: shard.GradePath(k)})
-	w3.sendMsg(&shard.Done{CleanupOK: true})
+	w3.sendMsg(&protocol.Graded{Acquire: 1, Key: k, Path: shard.GradePath(k)})
+	w3.sendMsg(&protocol.Done{CleanupOK: true})
 	w3.wait()
 	if len(fetched) != 1 {
 		t.Errorf("a collect shard's grade report was fetched: %q", fetched)

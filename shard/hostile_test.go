@@ -13,6 +13,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
@@ -79,7 +80,7 @@ type storeEvents struct {
 	reported []transcript.Key
 }
 
-func (e *storeEvents) Trial(_ int, m *shard.Trial, data []byte) {
+func (e *storeEvents) Trial(_ int, m *protocol.Trial, data []byte) {
 	e.mu.Lock()
 	e.reported = append(e.reported, m.Key)
 	e.mu.Unlock()
@@ -161,12 +162,12 @@ func TestHostileWorker(t *testing.T) {
 		// with path under acquire (id when acquire is -1).
 		run := func(k transcript.Key, path string, acquire int64) {
 			id++
-			w.sendMsg(&shard.Acquire{ID: id, Key: k})
+			w.sendMsg(&protocol.Acquire{ID: id, Key: k})
 			synctest.Wait()
 			if acquire == -1 {
 				acquire = id
 			}
-			w.sendMsg(&shard.Trial{Acquire: acquire, Key: k, Status: transcript.Answered, Path: path})
+			w.sendMsg(&protocol.Trial{Acquire: acquire, Key: k, Status: transcript.Answered, Path: path})
 			synctest.Wait()
 		}
 		var want []transcript.Key
@@ -181,7 +182,7 @@ func TestHostileWorker(t *testing.T) {
 			// The same trial again, under a new acquire and under the
 			// refused one.
 			run(k, name, -1)
-			w.sendMsg(&shard.Trial{Acquire: id, Key: k, Status: transcript.Answered, Path: name})
+			w.sendMsg(&protocol.Trial{Acquire: id, Key: k, Status: transcript.Answered, Path: name})
 			synctest.Wait()
 		}
 		// Keys that are no trial of this shard, each with a real file.
@@ -196,11 +197,11 @@ func TestHostileWorker(t *testing.T) {
 			name := writeResult(k)
 			run(k, name, -1)
 			// And reported without an acquire, or under a granted one.
-			w.sendMsg(&shard.Trial{Key: k, Status: transcript.Answered, Path: name})
-			w.sendMsg(&shard.Trial{Acquire: 1, Key: k, Status: transcript.Answered, Path: name})
+			w.sendMsg(&protocol.Trial{Key: k, Status: transcript.Answered, Path: name})
+			w.sendMsg(&protocol.Trial{Acquire: 1, Key: k, Status: transcript.Answered, Path: name})
 			synctest.Wait()
 		}
-		w.sendMsg(&shard.Done{CleanupOK: true})
+		w.sendMsg(&protocol.Done{CleanupOK: true})
 		if _, err := w.wait(); err != nil {
 			t.Fatalf("Serve(a lying worker) = %v, want no error: its lies are refused one by one", err)
 		}

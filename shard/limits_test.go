@@ -7,6 +7,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/transcript"
 )
@@ -42,7 +43,7 @@ func TestLimiterAcrossShards(t *testing.T) {
 		}
 		for id := int64(1); id <= perShard; id++ {
 			for i, w := range workers {
-				w.sendMsg(&shard.Acquire{ID: id, Key: key(i, id), Providers: []string{"anthropic"}})
+				w.sendMsg(&protocol.Acquire{ID: id, Key: key(i, id), Providers: []string{"anthropic"}})
 			}
 		}
 		reported := map[grantRef]bool{}
@@ -70,11 +71,11 @@ func TestLimiterAcrossShards(t *testing.T) {
 				break
 			}
 			g := outstanding[0]
-			workers[g.shard].sendMsg(&shard.Trial{Acquire: g.id, Key: key(g.shard, g.id), Status: transcript.Answered, Path: "transcripts/v/x.t1.json"})
+			workers[g.shard].sendMsg(&protocol.Trial{Acquire: g.id, Key: key(g.shard, g.id), Status: transcript.Answered, Path: "transcripts/v/x.t1.json"})
 			reported[g] = true
 		}
 		for i, w := range workers {
-			w.sendMsg(&shard.Done{Counts: transcript.Counts{Planned: perShard, Answered: perShard}, CleanupOK: true})
+			w.sendMsg(&protocol.Done{Counts: transcript.Counts{Planned: perShard, Answered: perShard}, CleanupOK: true})
 			if _, err := w.wait(); err != nil {
 				t.Errorf("Serve(shard %d) = %v, want no error", i, err)
 			}
@@ -96,13 +97,13 @@ func TestLimiterRoomOfEndedShard(t *testing.T) {
 		lost.sendMsg(helloFrom("test", 0))
 		waiting.sendMsg(helloFrom("test", 1))
 		for id := int64(1); id <= 2; id++ {
-			lost.sendMsg(&shard.Acquire{ID: id, Key: transcript.Key{Case: fmt.Sprint("lost-", id), Variant: "v", Trial: 1}, Providers: []string{"anthropic"}})
+			lost.sendMsg(&protocol.Acquire{ID: id, Key: transcript.Key{Case: fmt.Sprint("lost-", id), Variant: "v", Trial: 1}, Providers: []string{"anthropic"}})
 		}
 		synctest.Wait()
 		if got := lost.granted(); len(got) != 2 {
 			t.Fatalf("shard 0 got grants %v for two acquires under a cap of two, want both", got)
 		}
-		waiting.sendMsg(&shard.Acquire{ID: 1, Key: transcript.Key{Case: "waiting", Variant: "v", Trial: 1}, Providers: []string{"anthropic"}})
+		waiting.sendMsg(&protocol.Acquire{ID: 1, Key: transcript.Key{Case: "waiting", Variant: "v", Trial: 1}, Providers: []string{"anthropic"}})
 		synctest.Wait()
 		if got := waiting.granted(); len(got) != 0 {
 			t.Fatalf("shard 1 got grants %v while shard 0 held all the room, want none", got)
@@ -115,7 +116,7 @@ func TestLimiterRoomOfEndedShard(t *testing.T) {
 		if got := waiting.granted(); !slices.Equal(got, []int64{1}) {
 			t.Errorf("shard 1 got grants %v after shard 0 was lost holding the room, want [1]", got)
 		}
-		waiting.sendMsg(&shard.Done{Counts: transcript.Counts{Planned: 1, Missing: 1}, CleanupOK: true})
+		waiting.sendMsg(&protocol.Done{Counts: transcript.Counts{Planned: 1, Missing: 1}, CleanupOK: true})
 		if _, err := waiting.wait(); err != nil {
 			t.Errorf("Serve(shard 1) = %v, want no error", err)
 		}
@@ -130,7 +131,7 @@ func TestLimiterUncappedNames(t *testing.T) {
 		c := &shard.Coordinator{MSTVersion: "test", Limits: shard.NewLimiter(map[string]int{"anthropic": 1}, nil), Logger: discardLogger()}
 		w := startServe(t, t.Context(), c, 0, nil)
 		w.sendMsg(helloFrom("test", 0))
-		acquires := []*shard.Acquire{
+		acquires := []*protocol.Acquire{
 			{ID: 1, Providers: []string{"anthropic"}},
 			{ID: 2, Providers: []string{"anthropic"}},
 			{ID: 3, Providers: []string{"openai"}, Servers: []string{"weather"}},
@@ -146,7 +147,7 @@ func TestLimiterUncappedNames(t *testing.T) {
 		if want := []int64{1, 3, 4}; !slices.Equal(got, want) {
 			t.Errorf("NewLimiter(anthropic: 1) granted %v, want %v (the second anthropic trial waits)", got, want)
 		}
-		w.sendMsg(&shard.Done{CleanupOK: true})
+		w.sendMsg(&protocol.Done{CleanupOK: true})
 		if _, err := w.wait(); err != nil {
 			t.Errorf("Serve = %v, want no error", err)
 		}

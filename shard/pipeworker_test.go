@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/shard"
 )
 
@@ -97,7 +98,7 @@ func (w *pipeWorker) write(data, entry string) error {
 func (w *pipeWorker) sendMsg(m any) {
 	w.t.Helper()
 	var buf bytes.Buffer
-	if err := shard.NewEncoder(&buf).Write(m); err != nil {
+	if err := protocol.NewEncoder(&buf).Write(m); err != nil {
 		w.t.Fatalf("encoding %T: %v", m, err)
 	}
 	if err := w.send(strings.TrimSuffix(buf.String(), "\n")); err != nil {
@@ -147,7 +148,7 @@ func (w *pipeWorker) messages() []any {
 	w.mu.Unlock()
 	var ms []any
 	for _, l := range lines {
-		m, err := shard.Decode([]byte(l))
+		m, err := protocol.Decode([]byte(l))
 		if err != nil {
 			w.t.Fatalf("the coordinator wrote %q: %v", l, err)
 		}
@@ -162,7 +163,7 @@ func (w *pipeWorker) granted() []int64 {
 	w.t.Helper()
 	var ids []int64
 	for _, m := range w.messages() {
-		if g, ok := m.(*shard.Granted); ok {
+		if g, ok := m.(*protocol.Granted); ok {
 			ids = append(ids, g.ID)
 		}
 	}
@@ -173,19 +174,19 @@ func (w *pipeWorker) granted() []int64 {
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // helloFrom is the hello of a worker running MST version mst.
-func helloFrom(mst string, index int) *shard.Hello {
-	return &shard.Hello{Protocol: shard.Protocol, MSTVersion: mst, Shard: index, OS: "linux", Arch: "amd64"}
+func helloFrom(mst string, index int) *protocol.Hello {
+	return &protocol.Hello{Protocol: protocol.Protocol, MSTVersion: mst, Shard: index, OS: "linux", Arch: "amd64"}
 }
 
 // trialEvents keeps the trials a Coordinator reports, with the bytes
 // Serve fetched for each (nil when it was given no fetch).
 type trialEvents struct {
 	mu     sync.Mutex
-	trials []*shard.Trial
+	trials []*protocol.Trial
 	data   [][]byte
 }
 
-func (e *trialEvents) Trial(_ int, m *shard.Trial, data []byte) {
+func (e *trialEvents) Trial(_ int, m *protocol.Trial, data []byte) {
 	e.mu.Lock()
 	e.trials = append(e.trials, m)
 	e.data = append(e.data, data)
@@ -193,10 +194,10 @@ func (e *trialEvents) Trial(_ int, m *shard.Trial, data []byte) {
 }
 
 // got returns the trials reported so far, in order.
-func (e *trialEvents) got() []*shard.Trial {
+func (e *trialEvents) got() []*protocol.Trial {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return append([]*shard.Trial(nil), e.trials...)
+	return append([]*protocol.Trial(nil), e.trials...)
 }
 
 // fetched returns the bytes reported with each trial so far, in order.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/shard"
 )
 
@@ -39,7 +40,7 @@ func TestHelloRefusesOtherPlugins(t *testing.T) {
 			h := helloFrom("test", 0)
 			h.Plugins = tc.worker
 			go func() {
-				enc := shard.NewEncoder(toCoordinator)
+				enc := protocol.NewEncoder(toCoordinator)
 				enc.Write(h)
 			}()
 			// The coordinator's first and only line is the cancel.
@@ -65,7 +66,7 @@ func TestHelloRefusesOtherPlugins(t *testing.T) {
 	go c.Serve(t.Context(), 0, fromWorker, toWorker, nil)
 	h := helloFrom("test", 0)
 	h.Plugins = map[string]string{"acmesql": "1.0.0", "acme": "1.2.0"}
-	go shard.NewEncoder(toCoordinator).Write(h)
+	go protocol.NewEncoder(toCoordinator).Write(h)
 	sc := bufio.NewScanner(fromCoordinator)
 	if !sc.Scan() || !strings.Contains(sc.Text(), `"tokens"`) {
 		t.Errorf("after a hello with the bundle's plugins the coordinator wrote %q, want tokens", sc.Text())

@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/rogpeppe/go-internal/txtar"
 
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/shard"
 )
@@ -245,7 +246,7 @@ func (s *sideLog) lines() []string {
 // Trial records a reported trial. The bytes reported with it must be the
 // ones replay's fetch returned for its path; other bytes are recorded, so
 // the result section differs from the archive.
-func (s *sideLog) Trial(index int, m *shard.Trial, data []byte) {
+func (s *sideLog) Trial(index int, m *protocol.Trial, data []byte) {
 	s.add(fmt.Sprintf("reported shard=%d trial=%s status=%s path=%s", index, m.Key, m.Status, m.Path))
 	if want := fetchedBytes(m.Path); string(data) != string(want) {
 		s.add(fmt.Sprintf("reported with bytes %q, want %q", data, want))

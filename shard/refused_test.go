@@ -9,6 +9,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/servers"
 	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/store"
@@ -48,10 +49,10 @@ func TestWorkerRefusedAtHelloStartsNothing(t *testing.T) {
 		accepted bool
 		reason   string
 	}{
-		{name: "version mismatch", answer: &shard.Cancel{Reason: shard.ReasonVersionMismatch}, reason: "version mismatch"},
-		{name: "machine refused", answer: &shard.Cancel{Reason: shard.ReasonRefused}, reason: shard.ReasonRefused},
+		{name: "version mismatch", answer: &protocol.Cancel{Reason: shard.ReasonVersionMismatch}, reason: "version mismatch"},
+		{name: "machine refused", answer: &protocol.Cancel{Reason: shard.ReasonRefused}, reason: shard.ReasonRefused},
 		{name: "stdin closed", answer: nil, reason: "channel closed"},
-		{name: "accepted", answer: &shard.Tokens{}, accepted: true},
+		{name: "accepted", answer: &protocol.Tokens{}, accepted: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -70,18 +71,18 @@ func TestWorkerRefusedAtHelloStartsNothing(t *testing.T) {
 				msgs := make(chan any, 64)
 				go func() {
 					defer close(msgs)
-					dec := shard.NewDecoder(fromWorker)
+					dec := protocol.NewDecoder(fromWorker)
 					for {
 						m, err := dec.Read()
 						if err != nil {
 							return
 						}
-						if _, ok := m.(*shard.Heartbeat); !ok {
+						if _, ok := m.(*protocol.Heartbeat); !ok {
 							msgs <- m
 						}
 					}
 				}()
-				if _, ok := (<-msgs).(*shard.Hello); !ok {
+				if _, ok := (<-msgs).(*protocol.Hello); !ok {
 					t.Fatal("the worker's first message is not hello")
 				}
 				// Everything the worker does before an answer is done now.
@@ -91,14 +92,14 @@ func TestWorkerRefusedAtHelloStartsNothing(t *testing.T) {
 				}
 				if tt.answer == nil {
 					fromTest.Close()
-				} else if err := shard.NewEncoder(fromTest).Write(tt.answer); err != nil {
+				} else if err := protocol.NewEncoder(fromTest).Write(tt.answer); err != nil {
 					t.Fatal(err)
 				}
 				err := <-ran
 				fromTest.Close()
-				var done *shard.Done
+				var done *protocol.Done
 				for m := range msgs {
-					if d, ok := m.(*shard.Done); ok {
+					if d, ok := m.(*protocol.Done); ok {
 						done = d
 					}
 				}
@@ -133,7 +134,7 @@ func TestCoordinatorRefusesMachine(t *testing.T) {
 	c := fakeCoordinator(&trialEvents{})
 	c.MSTVersion = "test"
 	c.Bundles = []*shard.Bundle{b}
-	c.CheckHello = func(got *shard.Bundle, h *shard.Hello) error {
+	c.CheckHello = func(got *shard.Bundle, h *protocol.Hello) error {
 		if got != b {
 			t.Errorf("CheckHello got bundle %p, want the shard's %p", got, b)
 		}

@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/transcript"
 )
@@ -30,7 +31,7 @@ func TestServeUnknownType(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := w.wait()
-		if !errors.Is(err, shard.ErrUnknownMessage) {
+		if !errors.Is(err, protocol.ErrUnknownMessage) {
 			t.Errorf("Serve(a teleport line) = %v, want an error wrapping ErrUnknownMessage", err)
 		}
 	})
@@ -60,14 +61,14 @@ func TestServeFetchAfterInterrupt(t *testing.T) {
 		w.sendMsg(helloFrom("test", 0))
 		keys := []transcript.Key{{Case: "finished", Variant: "v", Trial: 1}, {Case: "in-flight", Variant: "v", Trial: 1}}
 		for i, k := range keys {
-			w.sendMsg(&shard.Acquire{ID: int64(i + 1), Key: k})
+			w.sendMsg(&protocol.Acquire{ID: int64(i + 1), Key: k})
 		}
 		synctest.Wait()
 		interrupt()
 		synctest.Wait()
-		w.sendMsg(&shard.Trial{Acquire: 1, Key: keys[0], Status: transcript.Answered, Path: "transcripts/v/finished.t1.json"})
-		w.sendMsg(&shard.Trial{Acquire: 2, Key: keys[1], Status: transcript.Cancelled, Path: "transcripts/v/in-flight.t1.json"})
-		w.sendMsg(&shard.Done{Counts: transcript.Counts{Planned: 2, Answered: 1, Cancelled: 1}, CleanupOK: true})
+		w.sendMsg(&protocol.Trial{Acquire: 1, Key: keys[0], Status: transcript.Answered, Path: "transcripts/v/finished.t1.json"})
+		w.sendMsg(&protocol.Trial{Acquire: 2, Key: keys[1], Status: transcript.Cancelled, Path: "transcripts/v/in-flight.t1.json"})
+		w.sendMsg(&protocol.Done{Counts: transcript.Counts{Planned: 2, Answered: 1, Cancelled: 1}, CleanupOK: true})
 		if _, err := w.wait(); err != nil {
 			t.Fatalf("Serve(interrupted, then done) = %v, want no error", err)
 		}
@@ -109,9 +110,9 @@ func TestServeEndsItsGoroutines(t *testing.T) {
 		}()
 	})
 	var lines bytes.Buffer
-	enc := shard.NewEncoder(&lines)
+	enc := protocol.NewEncoder(&lines)
 	enc.Write(helloFrom("0.9.0", 0))
-	enc.Write(&shard.Acquire{ID: 1, Key: transcript.Key{Case: "c", Variant: "v", Trial: 1}})
+	enc.Write(&protocol.Acquire{ID: 1, Key: transcript.Key{Case: "c", Variant: "v", Trial: 1}})
 	if _, err := toCoordinator.Write(lines.Bytes()); err != nil {
 		t.Fatal(err)
 	}
@@ -176,11 +177,11 @@ func TestServeRefusesPathsOutsideResults(t *testing.T) {
 		bad := []string{"../../etc/passwd", "/etc/passwd", "transcripts/../../x.json", "transcripts//v/x.json"}
 		for i, p := range bad {
 			k := transcript.Key{Case: fmt.Sprint("c", i), Variant: "v", Trial: 1}
-			w.sendMsg(&shard.Acquire{ID: int64(i + 1), Key: k})
+			w.sendMsg(&protocol.Acquire{ID: int64(i + 1), Key: k})
 			synctest.Wait()
-			w.sendMsg(&shard.Trial{Acquire: int64(i + 1), Key: k, Status: transcript.Answered, Path: p})
+			w.sendMsg(&protocol.Trial{Acquire: int64(i + 1), Key: k, Status: transcript.Answered, Path: p})
 		}
-		w.sendMsg(&shard.Done{Counts: transcript.Counts{Planned: len(bad)}, CleanupOK: true})
+		w.sendMsg(&protocol.Done{Counts: transcript.Counts{Planned: len(bad)}, CleanupOK: true})
 		if _, err := w.wait(); err != nil {
 			t.Fatalf("Serve(trials with paths outside the results) = %v, want no error", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/transcript"
 )
@@ -71,7 +72,7 @@ func TestServeHeartbeatsKeepSlowTrialAlive(t *testing.T) {
 		start := time.Now()
 		key := transcript.Key{Case: "slow", Variant: "v", Trial: 1}
 		w.sendMsg(helloFrom("test", 0))
-		w.sendMsg(&shard.Acquire{ID: 1, Key: key, Providers: []string{"anthropic"}})
+		w.sendMsg(&protocol.Acquire{ID: 1, Key: key, Providers: []string{"anthropic"}})
 		synctest.Wait()
 		if got := w.granted(); len(got) != 1 {
 			t.Fatalf("Serve granted %v after one acquire, want [1]", got)
@@ -83,10 +84,10 @@ func TestServeHeartbeatsKeepSlowTrialAlive(t *testing.T) {
 				_, err := w.wait()
 				t.Fatalf("Serve(heartbeat every %s) = %v after %s, want it still serving", shard.HeartbeatEvery, err, time.Since(start))
 			}
-			w.sendMsg(&shard.Heartbeat{InFlight: 1, Done: 0})
+			w.sendMsg(&protocol.Heartbeat{InFlight: 1, Done: 0})
 		}
-		w.sendMsg(&shard.Trial{Acquire: 1, Key: key, Status: transcript.Answered, Path: "transcripts/v/slow.t1.json", DurationMs: 300000})
-		w.sendMsg(&shard.Done{Counts: transcript.Counts{Planned: 1, Answered: 1}, CleanupOK: true})
+		w.sendMsg(&protocol.Trial{Acquire: 1, Key: key, Status: transcript.Answered, Path: "transcripts/v/slow.t1.json", DurationMs: 300000})
+		w.sendMsg(&protocol.Done{Counts: transcript.Counts{Planned: 1, Answered: 1}, CleanupOK: true})
 		res, err := w.wait()
 		if err != nil {
 			t.Fatalf("Serve(a five-minute trial with heartbeats) = %v, want no error", err)
@@ -112,10 +113,10 @@ func TestServeLostAfterHeartbeatsStop(t *testing.T) {
 		c := &shard.Coordinator{MSTVersion: "test", Logger: discardLogger()}
 		w := startServe(t, t.Context(), c, 0, nil)
 		w.sendMsg(helloFrom("test", 0))
-		w.sendMsg(&shard.Acquire{ID: 1, Key: transcript.Key{Case: "c", Variant: "v", Trial: 1}})
+		w.sendMsg(&protocol.Acquire{ID: 1, Key: transcript.Key{Case: "c", Variant: "v", Trial: 1}})
 		for range 6 {
 			time.Sleep(shard.HeartbeatEvery)
-			w.sendMsg(&shard.Heartbeat{InFlight: 1})
+			w.sendMsg(&protocol.Heartbeat{InFlight: 1})
 		}
 		last := time.Now()
 		_, err := w.wait()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/dataset"
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
@@ -145,19 +146,19 @@ func TestGateAskedAgainAfterWaiting(t *testing.T) {
 		w := startServe(t, t.Context(), c, 0, nil)
 		w.sendMsg(helloFrom("test", 0))
 		key := func(variant, id string) transcript.Key { return transcript.Key{Case: id, Variant: variant, Trial: 1} }
-		w.sendMsg(&shard.Acquire{ID: 1, Key: key("v", "a"), Providers: []string{"p"}})
-		w.sendMsg(&shard.Acquire{ID: 2, Key: key("v", "b"), Providers: []string{"p"}})
+		w.sendMsg(&protocol.Acquire{ID: 1, Key: key("v", "a"), Providers: []string{"p"}})
+		w.sendMsg(&protocol.Acquire{ID: 2, Key: key("v", "b"), Providers: []string{"p"}})
 		synctest.Wait()
-		if got := grants(w); len(got) != 1 || got[0] != (shard.Granted{ID: 1}) {
+		if got := grants(w); len(got) != 1 || got[0] != (protocol.Granted{ID: 1}) {
 			t.Fatalf("grants %v, want only acquire 1 granted (p allows one trial)", got)
 		}
 		gate.stop("v", "stopped by the test")
-		w.sendMsg(&shard.Trial{Acquire: 1, Key: key("v", "a"), Status: transcript.Errored, Cause: transcript.CauseProvider, Path: "transcripts/v/a.t1.json"})
+		w.sendMsg(&protocol.Trial{Acquire: 1, Key: key("v", "a"), Status: transcript.Errored, Cause: transcript.CauseProvider, Path: "transcripts/v/a.t1.json"})
 		synctest.Wait()
-		w.sendMsg(&shard.Acquire{ID: 3, Key: key("w", "c"), Providers: []string{"p"}})
+		w.sendMsg(&protocol.Acquire{ID: 3, Key: key("w", "c"), Providers: []string{"p"}})
 		synctest.Wait()
 		got := grants(w)
-		want := []shard.Granted{{ID: 1}, {ID: 2, Skip: "stopped by the test"}, {ID: 3}}
+		want := []protocol.Granted{{ID: 1}, {ID: 2, Skip: "stopped by the test"}, {ID: 3}}
 		if len(got) != len(want) {
 			t.Fatalf("grants %v, want %v", got, want)
 		}
@@ -166,7 +167,7 @@ func TestGateAskedAgainAfterWaiting(t *testing.T) {
 				t.Errorf("grant %d = %+v, want %+v", i, got[i], want[i])
 			}
 		}
-		w.sendMsg(&shard.Done{Counts: transcript.Counts{Planned: 3, Errored: 1, Skipped: 1, Missing: 1}, CleanupOK: true})
+		w.sendMsg(&protocol.Done{Counts: transcript.Counts{Planned: 3, Errored: 1, Skipped: 1, Missing: 1}, CleanupOK: true})
 		if _, err := w.wait(); err != nil {
 			t.Errorf("Serve = %v, want no error", err)
 		}
@@ -178,14 +179,14 @@ func TestGateAskedAgainAfterWaiting(t *testing.T) {
 func TestGrantedSkipOnTheWire(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		m    shard.Granted
+		m    protocol.Granted
 		want string
 	}{
-		{shard.Granted{ID: 4}, `{"type":"granted","id":4}`},
-		{shard.Granted{ID: 5, Skip: "why"}, `{"type":"granted","id":5,"skip":"why"}`},
+		{protocol.Granted{ID: 4}, `{"type":"granted","id":4}`},
+		{protocol.Granted{ID: 5, Skip: "why"}, `{"type":"granted","id":5,"skip":"why"}`},
 	} {
 		var buf strings.Builder
-		if err := shard.NewEncoder(&buf).Write(&tc.m); err != nil {
+		if err := protocol.NewEncoder(&buf).Write(&tc.m); err != nil {
 			t.Fatal(err)
 		}
 		if got := strings.TrimSpace(buf.String()); got != tc.want {
@@ -195,10 +196,10 @@ func TestGrantedSkipOnTheWire(t *testing.T) {
 }
 
 // grants returns the granted messages the worker received, in order.
-func grants(w *pipeWorker) []shard.Granted {
-	var out []shard.Granted
+func grants(w *pipeWorker) []protocol.Granted {
+	var out []protocol.Granted
 	for _, m := range w.messages() {
-		if g, ok := m.(*shard.Granted); ok {
+		if g, ok := m.(*protocol.Granted); ok {
 			out = append(out, *g)
 		}
 	}

@@ -37,6 +37,7 @@ import (
 
 	"github.com/mst-eval/mst/internal/atomicfile"
 	"github.com/mst-eval/mst/internal/proctree"
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/secrets"
 )
 
@@ -74,19 +75,19 @@ type Token struct {
 // instead of returning it again. ctx ends when the run is interrupted or
 // the shard ends.
 type TokenSource interface {
-	Tokens(ctx context.Context, req NeedTokens) (map[string]Token, error)
+	Tokens(ctx context.Context, req protocol.NeedTokens) (map[string]Token, error)
 }
 
 // answerNeedTokens asks the token source for what m asks for and sends
 // the tokens it returns to the worker. Every value joins c.Secrets before
 // it is sent; a value the Set refuses is not sent.
-func (c *Coordinator) answerNeedTokens(ctx context.Context, shard int, enc *Encoder, m *NeedTokens) {
+func (c *Coordinator) answerNeedTokens(ctx context.Context, shard int, enc *protocol.Encoder, m *protocol.NeedTokens) {
 	// refuse tells the worker why none of the names it asked for come.
 	refuse := func(why string) {
 		if len(m.Names) == 0 {
 			return
 		}
-		reply := &Tokens{Values: map[string]string{}, Errors: map[string]string{}}
+		reply := &protocol.Tokens{Values: map[string]string{}, Errors: map[string]string{}}
 		for _, n := range m.Names {
 			reply.Errors[n] = why
 		}
@@ -105,7 +106,7 @@ func (c *Coordinator) answerNeedTokens(ctx context.Context, shard int, enc *Enco
 		refuse("the coordinator could not get it: " + err.Error())
 		return
 	}
-	reply := &Tokens{Values: map[string]string{}}
+	reply := &protocol.Tokens{Values: map[string]string{}}
 	for _, name := range slices.Sorted(maps.Keys(got)) {
 		tok := got[name]
 		if tok.Refused != "" {
@@ -262,7 +263,7 @@ func (k *workerTokens) bearer(ctx context.Context, name string) (string, error) 
 
 // receive takes the values of a tokens message. When it returns, each
 // accepted value is in the Set and in its file.
-func (k *workerTokens) receive(m *Tokens) {
+func (k *workerTokens) receive(m *protocol.Tokens) {
 	if len(m.Errors) > 0 {
 		k.mu.Lock()
 		for _, name := range slices.Sorted(maps.Keys(m.Errors)) {

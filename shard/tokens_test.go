@@ -24,6 +24,7 @@ import (
 	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/dataset"
 	"github.com/mst-eval/mst/internal/proctree"
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/store"
@@ -112,7 +113,7 @@ func tokLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, 
 
 // tokPeer runs a Worker over pipes, with the test as its coordinator.
 type tokPeer struct {
-	enc *shard.Encoder
+	enc *protocol.Encoder
 	// msgs are the worker's messages, heartbeats left out.
 	msgs chan any
 	// ran is Run's result.
@@ -124,7 +125,7 @@ func tokStartWorker(t *testing.T, w *shard.Worker, b *shard.Bundle) *tokPeer {
 	t.Helper()
 	toWorker, fromTest := io.Pipe()
 	fromWorker, toTest := io.Pipe()
-	p := &tokPeer{enc: shard.NewEncoder(fromTest), msgs: make(chan any, 16), ran: make(chan error, 1), stdin: fromTest}
+	p := &tokPeer{enc: protocol.NewEncoder(fromTest), msgs: make(chan any, 16), ran: make(chan error, 1), stdin: fromTest}
 	go func() {
 		err := w.Run(t.Context(), b, toWorker, toTest)
 		toTest.Close()
@@ -132,13 +133,13 @@ func tokStartWorker(t *testing.T, w *shard.Worker, b *shard.Bundle) *tokPeer {
 	}()
 	go func() {
 		defer close(p.msgs)
-		dec := shard.NewDecoder(fromWorker)
+		dec := protocol.NewDecoder(fromWorker)
 		for {
 			m, err := dec.Read()
 			if err != nil {
 				return
 			}
-			if _, ok := m.(*shard.Heartbeat); !ok {
+			if _, ok := m.(*protocol.Heartbeat); !ok {
 				p.msgs <- m
 			}
 		}
@@ -248,15 +249,15 @@ func TestWorkerTokenRefresh(t *testing.T) {
 			Logger: tokLogger(), MSTVersion: "test", WorkDir: t.TempDir(), TokensDir: dir,
 		}
 		p := tokStartWorker(t, w, tokBundle())
-		if _, ok := p.next(t).(*shard.Hello); !ok {
+		if _, ok := p.next(t).(*protocol.Hello); !ok {
 			t.Fatal("the worker's first message is not hello")
 		}
 		start := time.Now()
-		p.send(t, &shard.Tokens{
+		p.send(t, &protocol.Tokens{
 			Values:  map[string]string{"API_KEY": static, "DRIVE_TOKEN": first},
 			Expires: map[string]time.Time{"DRIVE_TOKEN": start.Add(10 * time.Minute)},
 		})
-		acq, ok := p.next(t).(*shard.Acquire)
+		acq, ok := p.next(t).(*protocol.Acquire)
 		if !ok {
 			t.Fatal("the worker did not ask for room for its trial")
 		}
@@ -289,10 +290,10 @@ func TestWorkerTokenRefresh(t *testing.T) {
 		time.Sleep(8*time.Minute - time.Second)
 		p.quiet(t, "before 80% of the token's life")
 		time.Sleep(time.Second)
-		if diff := cmp.Diff(&shard.NeedTokens{Names: []string{"DRIVE_TOKEN"}}, p.next(t)); diff != "" {
+		if diff := cmp.Diff(&protocol.NeedTokens{Names: []string{"DRIVE_TOKEN"}}, p.next(t)); diff != "" {
 			t.Errorf("at 80%% of the token's life (-want +got):\n%s", diff)
 		}
-		p.send(t, &shard.Tokens{
+		p.send(t, &protocol.Tokens{
 			Values:  map[string]string{"DRIVE_TOKEN": second},
 			Expires: map[string]time.Time{"DRIVE_TOKEN": time.Now().Add(10 * time.Minute)},
 		})
@@ -309,7 +310,7 @@ func TestWorkerTokenRefresh(t *testing.T) {
 
 		// No answer to the next ask: the value goes when it expires.
 		time.Sleep(start.Add(16 * time.Minute).Sub(time.Now()))
-		if diff := cmp.Diff(&shard.NeedTokens{Names: []string{"DRIVE_TOKEN"}}, p.next(t)); diff != "" {
+		if diff := cmp.Diff(&protocol.NeedTokens{Names: []string{"DRIVE_TOKEN"}}, p.next(t)); diff != "" {
 			t.Errorf("at 80%% of the fresh token's life (-want +got):\n%s", diff)
 		}
 		time.Sleep(2 * time.Minute)
@@ -319,12 +320,12 @@ func TestWorkerTokenRefresh(t *testing.T) {
 		}
 
 		// The trial still runs, without the token.
-		p.send(t, &shard.Granted{ID: acq.ID})
-		tr, ok := p.next(t).(*shard.Trial)
+		p.send(t, &protocol.Granted{ID: acq.ID})
+		tr, ok := p.next(t).(*protocol.Trial)
 		if !ok || tr.Status != transcript.Answered {
 			t.Fatalf("trial = %+v, want an answered trial", tr)
 		}
-		if _, ok := p.next(t).(*shard.Done); !ok {
+		if _, ok := p.next(t).(*protocol.Done); !ok {
 			t.Fatal("the worker did not say done")
 		}
 		if err := p.finish(t); err != nil {
@@ -363,9 +364,9 @@ func TestWorkerTokensCancel(t *testing.T) {
 		}
 		p := tokStartWorker(t, w, tokBundle())
 		p.next(t) // hello
-		p.send(t, &shard.Tokens{Values: map[string]string{"DRIVE_TOKEN": value}, Expires: map[string]time.Time{"DRIVE_TOKEN": time.Now().Add(time.Hour)}})
-		acq := p.next(t).(*shard.Acquire)
-		p.send(t, &shard.Granted{ID: acq.ID})
+		p.send(t, &protocol.Tokens{Values: map[string]string{"DRIVE_TOKEN": value}, Expires: map[string]time.Time{"DRIVE_TOKEN": time.Now().Add(time.Hour)}})
+		acq := p.next(t).(*protocol.Acquire)
+		p.send(t, &protocol.Granted{ID: acq.ID})
 		env, files, modes, dirMode := c.seen()
 		dir := env[shard.TokensDirEnv]
 		tokCheckDefaultDir(t, dir)
@@ -373,12 +374,12 @@ func TestWorkerTokensCancel(t *testing.T) {
 			t.Errorf("the trial found folder mode %v, files %v with modes %v; want 0700 and DRIVE_TOKEN with 0600", dirMode.Perm(), slices.Sorted(maps.Keys(files)), modes)
 		}
 
-		p.send(t, &shard.Cancel{Reason: "test"})
-		tr := p.next(t).(*shard.Trial)
+		p.send(t, &protocol.Cancel{Reason: "test"})
+		tr := p.next(t).(*protocol.Trial)
 		if tr.Status != transcript.Cancelled {
 			t.Errorf("trial status = %s, want cancelled", tr.Status)
 		}
-		if d := p.next(t).(*shard.Done); !d.CleanupOK {
+		if d := p.next(t).(*protocol.Done); !d.CleanupOK {
 			t.Errorf("done = %+v, want a clean clean-up", d)
 		}
 		if err := p.finish(t); err != nil {
@@ -442,15 +443,15 @@ func tokFSType(t *testing.T, dir string) string {
 // tokSource is a TokenSource that records what it was asked and answers
 // with answer.
 type tokSource struct {
-	answer func(req shard.NeedTokens) (map[string]shard.Token, error)
+	answer func(req protocol.NeedTokens) (map[string]shard.Token, error)
 	// refuse answers these names Refused, with the reason, instead.
 	refuse map[string]string
 
 	mu   sync.Mutex
-	reqs []shard.NeedTokens
+	reqs []protocol.NeedTokens
 }
 
-func (s *tokSource) Tokens(ctx context.Context, req shard.NeedTokens) (map[string]shard.Token, error) {
+func (s *tokSource) Tokens(ctx context.Context, req protocol.NeedTokens) (map[string]shard.Token, error) {
 	s.mu.Lock()
 	s.reqs = append(s.reqs, req)
 	s.mu.Unlock()
@@ -476,7 +477,7 @@ func TestCoordinatorTokenSource(t *testing.T) {
 	)
 	synctest.Test(t, func(t *testing.T) {
 		expires := time.Now().Add(time.Hour)
-		src := &tokSource{answer: func(req shard.NeedTokens) (map[string]shard.Token, error) {
+		src := &tokSource{answer: func(req protocol.NeedTokens) (map[string]shard.Token, error) {
 			if len(req.Names) > 0 && req.Names[0] == "BROKEN" {
 				return nil, errors.New("the refresh grant was revoked")
 			}
@@ -502,7 +503,7 @@ func TestCoordinatorTokenSource(t *testing.T) {
 		msgs := make(chan any, 16)
 		go func() {
 			defer close(msgs)
-			dec := shard.NewDecoder(fromCoord)
+			dec := protocol.NewDecoder(fromCoord)
 			for {
 				m, err := dec.Read()
 				if err != nil {
@@ -511,7 +512,7 @@ func TestCoordinatorTokenSource(t *testing.T) {
 				msgs <- m
 			}
 		}()
-		enc := shard.NewEncoder(fromWorker)
+		enc := protocol.NewEncoder(fromWorker)
 		next := func(when string) any {
 			synctest.Wait()
 			select {
@@ -523,12 +524,12 @@ func TestCoordinatorTokenSource(t *testing.T) {
 			}
 		}
 
-		enc.Write(&shard.Hello{Protocol: shard.Protocol, MSTVersion: "test"})
-		if diff := cmp.Diff(&shard.Tokens{Values: map[string]string{"API_KEY": static}}, next("after hello")); diff != "" {
+		enc.Write(&protocol.Hello{Protocol: protocol.Protocol, MSTVersion: "test"})
+		if diff := cmp.Diff(&protocol.Tokens{Values: map[string]string{"API_KEY": static}}, next("after hello")); diff != "" {
 			t.Errorf("tokens after hello (-want +got):\n%s", diff)
 		}
-		enc.Write(&shard.NeedTokens{Servers: []string{"drive"}, Names: []string{"DRIVE_TOKEN"}})
-		want := &shard.Tokens{Values: map[string]string{"DRIVE_TOKEN": canary}, Expires: map[string]time.Time{"DRIVE_TOKEN": expires}}
+		enc.Write(&protocol.NeedTokens{Servers: []string{"drive"}, Names: []string{"DRIVE_TOKEN"}})
+		want := &protocol.Tokens{Values: map[string]string{"DRIVE_TOKEN": canary}, Expires: map[string]time.Time{"DRIVE_TOKEN": expires}}
 		if diff := cmp.Diff(want, next("after need-tokens")); diff != "" {
 			t.Errorf("tokens answering need-tokens (-want +got):\n%s", diff)
 		}
@@ -543,25 +544,25 @@ func TestCoordinatorTokenSource(t *testing.T) {
 		}
 
 		// A failed source: the worker is told why, and gets no value.
-		enc.Write(&shard.NeedTokens{Names: []string{"BROKEN"}})
-		wantRefused := &shard.Tokens{Values: map[string]string{}, Errors: map[string]string{"BROKEN": "the coordinator could not get it: the refresh grant was revoked"}}
+		enc.Write(&protocol.NeedTokens{Names: []string{"BROKEN"}})
+		wantRefused := &protocol.Tokens{Values: map[string]string{}, Errors: map[string]string{"BROKEN": "the coordinator could not get it: the refresh grant was revoked"}}
 		if diff := cmp.Diff(wantRefused, next("after a failed token source")); diff != "" {
 			t.Errorf("tokens answering need-tokens the source failed (-want +got):\n%s", diff)
 		}
 		// A source that refuses one name and serves another.
 		src.refuse = map[string]string{"DRIVE_TOKEN": "grant refused; run mst auth drive -c EVAL"}
-		enc.Write(&shard.NeedTokens{Names: []string{"DRIVE_TOKEN"}})
-		wantMixed := &shard.Tokens{Values: map[string]string{}, Errors: map[string]string{"DRIVE_TOKEN": "grant refused; run mst auth drive -c EVAL"}}
+		enc.Write(&protocol.NeedTokens{Names: []string{"DRIVE_TOKEN"}})
+		wantMixed := &protocol.Tokens{Values: map[string]string{}, Errors: map[string]string{"DRIVE_TOKEN": "grant refused; run mst auth drive -c EVAL"}}
 		if diff := cmp.Diff(wantMixed, next("after a refused name")); diff != "" {
 			t.Errorf("tokens answering need-tokens for a refused name (-want +got):\n%s", diff)
 		}
 
-		enc.Write(&shard.Done{CleanupOK: true})
+		enc.Write(&protocol.Done{CleanupOK: true})
 		if s := <-ran; s.err != nil || s.res.Done == nil {
 			t.Errorf("Serve = %+v, %v; want done", s.res, s.err)
 		}
 		fromWorker.Close()
-		wantReqs := []shard.NeedTokens{{Servers: []string{"drive"}, Names: []string{"DRIVE_TOKEN"}}, {Names: []string{"BROKEN"}}, {Names: []string{"DRIVE_TOKEN"}}}
+		wantReqs := []protocol.NeedTokens{{Servers: []string{"drive"}, Names: []string{"DRIVE_TOKEN"}}, {Names: []string{"BROKEN"}}, {Names: []string{"DRIVE_TOKEN"}}}
 		if diff := cmp.Diff(wantReqs, src.reqs); diff != "" {
 			t.Errorf("the token source was asked (-want +got):\n%s", diff)
 		}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mst-eval/mst/shard"
+	"github.com/mst-eval/mst/protocol"
 )
 
 // TestTokensCarryAnyBytes: a secret is any bytes, and JSON strings hold only
@@ -24,19 +24,19 @@ func TestTokensCarryAnyBytes(t *testing.T) {
 	}
 	exp := map[string]time.Time{"PLAIN": time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
 	var buf bytes.Buffer
-	if err := shard.NewEncoder(&buf).Write(&shard.Tokens{Values: want, Expires: exp}); err != nil {
+	if err := protocol.NewEncoder(&buf).Write(&protocol.Tokens{Values: want, Expires: exp}); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(buf.String(), "\ufffd") || strings.Contains(buf.String(), `\ufffd`) {
 		t.Errorf("the tokens line holds U+FFFD: a value was changed on the way: %s", buf.String())
 	}
-	m, err := shard.NewDecoder(&buf).Read()
+	m, err := protocol.NewDecoder(&buf).Read()
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, ok := m.(*shard.Tokens)
+	got, ok := m.(*protocol.Tokens)
 	if !ok {
-		t.Fatalf("decoded %T, want *shard.Tokens", m)
+		t.Fatalf("decoded %T, want *protocol.Tokens", m)
 	}
 	for k, v := range want {
 		if got.Values[k] != v {

@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/servers"
 	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/transcript"
@@ -119,7 +120,7 @@ func TestVerdictsAsDocumented(t *testing.T) {
 			var err error
 			synctest.Test(t, func(t *testing.T) {
 				c := &shard.Coordinator{MSTVersion: "test", Logger: discardLogger(), Bundles: []*shard.Bundle{b},
-					CheckHello: func(_ *shard.Bundle, h *shard.Hello) error {
+					CheckHello: func(_ *shard.Bundle, h *protocol.Hello) error {
 						if h.OS != "linux" {
 							return errors.New("client fake runs on linux")
 						}

@@ -19,6 +19,7 @@ import (
 	"github.com/mst-eval/mst/dataset"
 	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/mcpproxy"
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/servers"
 	"github.com/mst-eval/mst/store"
@@ -88,7 +89,7 @@ func (w *Worker) Run(ctx context.Context, b *Bundle, in io.Reader, out io.Writer
 	if b.Work == WorkGrade {
 		return errors.New("the bundle grades transcripts; mst collect runs trials only: a runner starts mst grade-shard for it")
 	}
-	enc := NewEncoder(out)
+	enc := protocol.NewEncoder(out)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// runCtx ends on cancel (Ctrl-C or a cancel message): trials in flight
@@ -98,7 +99,7 @@ func (w *Worker) Run(ctx context.Context, b *Bundle, in io.Reader, out io.Writer
 	}
 	r := &workerRun{w: w, b: b, enc: enc, results: w.Results, grants: map[int64]chan struct{}{}, accepted: make(chan struct{})}
 	r.tokens = newWorkerTokens(w.Secrets, w.Logger, w.TokensDir, func(names []string, rejected bool) {
-		m := &NeedTokens{Names: names}
+		m := &protocol.NeedTokens{Names: names}
 		if rejected {
 			m.Rejected = names
 		}
@@ -117,7 +118,7 @@ func (w *Worker) Run(ctx context.Context, b *Bundle, in io.Reader, out io.Writer
 	hbCtx, stopHB := context.WithCancel(context.Background())
 	defer stopHB()
 	go r.heartbeat(hbCtx)
-	if err := enc.Write(&Hello{Protocol: Protocol, MSTVersion: w.MSTVersion, Shard: b.Shard, ImageDigest: w.ImageDigest, OS: runtime.GOOS, Arch: runtime.GOARCH, ClientVersions: w.clientVersions(ctx, b), Plugins: pluginVersions(ctx, slices.Collect(maps.Keys(b.Plugins)))}); err != nil {
+	if err := enc.Write(&protocol.Hello{Protocol: protocol.Protocol, MSTVersion: w.MSTVersion, Shard: b.Shard, ImageDigest: w.ImageDigest, OS: runtime.GOOS, Arch: runtime.GOARCH, ClientVersions: w.clientVersions(ctx, b), Plugins: pluginVersions(ctx, slices.Collect(maps.Keys(b.Plugins)))}); err != nil {
 		return fmt.Errorf("writing hello: %w", err)
 	}
 	// The readiness check starts servers: only for a worker the
@@ -133,14 +134,14 @@ func (w *Worker) Run(ctx context.Context, b *Bundle, in io.Reader, out io.Writer
 		stopHB()
 		cleanup := r.tokens.close()
 		err := fmt.Errorf("the coordinator did not accept this worker (%s); no server started", r.cancelled())
-		enc.Write(&Done{Error: err.Error(), CleanupOK: cleanup == nil, Counts: r.counts()})
+		enc.Write(&protocol.Done{Error: err.Error(), CleanupOK: cleanup == nil, Counts: r.counts()})
 		return err
 	}
 	r.askConnectors()
 	if err := r.ready(ctx); err != nil {
 		stopHB()
 		cleanup := r.tokens.close()
-		enc.Write(&Done{Error: err.Error(), CleanupOK: cleanup == nil, Counts: r.counts()})
+		enc.Write(&protocol.Done{Error: err.Error(), CleanupOK: cleanup == nil, Counts: r.counts()})
 		return err
 	}
 
@@ -152,13 +153,13 @@ func (w *Worker) Run(ctx context.Context, b *Bundle, in io.Reader, out io.Writer
 	if r.proxies != nil {
 		r.proxies.Close()
 	}
-	return enc.Write(&Done{Counts: r.counts(), CleanupOK: cleanup == nil})
+	return enc.Write(&protocol.Done{Counts: r.counts(), CleanupOK: cleanup == nil})
 }
 
 type workerRun struct {
 	w       *Worker
 	b       *Bundle
-	enc     *Encoder
+	enc     *protocol.Encoder
 	results store.Run
 	tokens  *workerTokens
 
@@ -288,16 +289,16 @@ func (r *workerRun) cancelled() string {
 // readCoordinator handles granted, call-granted, tokens and cancel until
 // in ends.
 func (r *workerRun) readCoordinator(in io.Reader, cancel context.CancelFunc) {
-	dec := NewDecoder(in)
+	dec := protocol.NewDecoder(in)
 	for {
 		m, err := dec.Read()
 		if err != nil {
 			// EOF, or a pipe the local runner closed: the coordinator is
 			// done with this worker, which is no news.
-			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrClosedPipe) && !errors.Is(err, ErrUnknownMessage) {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrClosedPipe) && !errors.Is(err, protocol.ErrUnknownMessage) {
 				r.w.Logger.Warn("coordinator channel", "err", err)
 			}
-			if errors.Is(err, ErrUnknownMessage) {
+			if errors.Is(err, protocol.ErrUnknownMessage) {
 				r.w.Logger.Warn("ignoring a message this worker does not know", "err", err)
 				continue
 			}
@@ -306,7 +307,7 @@ func (r *workerRun) readCoordinator(in io.Reader, cancel context.CancelFunc) {
 			return
 		}
 		switch m := m.(type) {
-		case *Granted:
+		case *protocol.Granted:
 			r.mu.Lock()
 			ch := r.grants[m.ID]
 			delete(r.grants, m.ID)
@@ -320,7 +321,7 @@ func (r *workerRun) readCoordinator(in io.Reader, cancel context.CancelFunc) {
 			if ch != nil {
 				close(ch)
 			}
-		case *CallGranted:
+		case *protocol.CallGranted:
 			r.mu.Lock()
 			ch, waiting := r.callGrants[m.ID]
 			delete(r.callGrants, m.ID)
@@ -331,14 +332,14 @@ func (r *workerRun) readCoordinator(in io.Reader, cancel context.CancelFunc) {
 			case waiting:
 				ch <- m.Refused
 			case gaveUp && m.Refused == "":
-				r.enc.Write(&ReleaseCall{ID: m.ID})
+				r.enc.Write(&protocol.ReleaseCall{ID: m.ID})
 			}
-		case *Tokens:
+		case *protocol.Tokens:
 			// Handled before the next message, so a trial granted after
 			// a tokens message finds its values.
 			r.tokens.receive(m)
 			r.acceptOnce.Do(func() { close(r.accepted) })
-		case *Cancel:
+		case *protocol.Cancel:
 			r.w.Logger.Info("cancel received", "reason", m.Reason)
 			r.mu.Lock()
 			r.reason = m.Reason
@@ -360,7 +361,7 @@ func (r *workerRun) heartbeat(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			r.enc.Write(&Heartbeat{InFlight: int(r.inFlight.Load()), Done: int(r.done.Load())})
+			r.enc.Write(&protocol.Heartbeat{InFlight: int(r.inFlight.Load()), Done: int(r.done.Load())})
 		}
 	}
 }
@@ -510,7 +511,7 @@ func (r *workerRun) acquireRoom(ctx context.Context, key transcript.Key, provide
 	ch := make(chan struct{})
 	r.grants[id] = ch
 	r.mu.Unlock()
-	a := &Acquire{ID: id, Key: key, Providers: providers, Servers: servers}
+	a := &protocol.Acquire{ID: id, Key: key, Providers: providers, Servers: servers}
 	if err := r.enc.Write(a); err != nil {
 		return id, "", err
 	}
@@ -563,20 +564,20 @@ func (r *workerRun) trial(ctx context.Context, pt Planned) {
 		// written over it. The trial is reported without a path, as not
 		// stored by this worker; the run reads the stored one.
 		r.w.Logger.Warn("another writer stored this trial's transcript first; that one stands and this one is dropped", "key", key)
-		r.enc.Write(&Trial{Acquire: id, Key: key, Status: t.Outcome.Status, Cause: t.Outcome.Cause, DurationMs: t.Timing.DurationMs})
+		r.enc.Write(&protocol.Trial{Acquire: id, Key: key, Status: t.Outcome.Status, Cause: t.Outcome.Cause, DurationMs: t.Timing.DurationMs})
 		return
 	}
 	if werr != nil {
 		// The trial stays missing, but its room goes back.
 		r.w.Logger.Error("writing transcript", "key", key, "err", werr)
-		r.enc.Write(&Trial{Acquire: id, Key: key, Status: t.Outcome.Status, Cause: t.Outcome.Cause, DurationMs: t.Timing.DurationMs})
+		r.enc.Write(&protocol.Trial{Acquire: id, Key: key, Status: t.Outcome.Status, Cause: t.Outcome.Cause, DurationMs: t.Timing.DurationMs})
 		return
 	}
 	r.mu.Lock()
 	r.tally.Add(t.Outcome.Status)
 	r.mu.Unlock()
 	r.done.Add(1)
-	r.enc.Write(&Trial{Acquire: id, Key: key, Status: t.Outcome.Status, Cause: t.Outcome.Cause, Path: path, DurationMs: t.Timing.DurationMs})
+	r.enc.Write(&protocol.Trial{Acquire: id, Key: key, Status: t.Outcome.Status, Cause: t.Outcome.Cause, Path: path, DurationMs: t.Timing.DurationMs})
 }
 
 // runTrial drives the client for one trial under MST's rules: the timeout
@@ -791,7 +792,7 @@ func (r *workerRun) acquireCall(ctx context.Context, server string) (release fun
 	}
 	r.callGrants[id] = ch
 	r.mu.Unlock()
-	if err := r.enc.Write(&AcquireCall{ID: id, Server: server}); err != nil {
+	if err := r.enc.Write(&protocol.AcquireCall{ID: id, Server: server}); err != nil {
 		r.mu.Lock()
 		delete(r.callGrants, id)
 		r.mu.Unlock()
@@ -803,7 +804,7 @@ func (r *workerRun) acquireCall(ctx context.Context, server string) (release fun
 			return nil, errors.New(refused)
 		}
 		var once sync.Once
-		return func() { once.Do(func() { r.enc.Write(&ReleaseCall{ID: id}) }) }, nil
+		return func() { once.Do(func() { r.enc.Write(&protocol.ReleaseCall{ID: id}) }) }, nil
 	case <-ctx.Done():
 	}
 	r.mu.Lock()
@@ -819,7 +820,7 @@ func (r *workerRun) acquireCall(ctx context.Context, server string) (release fun
 	r.mu.Unlock()
 	// The grant came as the wait ended: give its place back.
 	if refused := <-ch; refused == "" {
-		r.enc.Write(&ReleaseCall{ID: id})
+		r.enc.Write(&protocol.ReleaseCall{ID: id})
 	}
 	return nil, ctx.Err()
 }
@@ -989,7 +990,7 @@ func (r *workerRun) askConnectors() {
 		return
 	}
 	r.tokens.expect(names)
-	if err := r.enc.Write(&NeedTokens{Servers: srvs, Names: names}); err != nil {
+	if err := r.enc.Write(&protocol.NeedTokens{Servers: srvs, Names: names}); err != nil {
 		r.w.Logger.Warn("asking for the connector servers' tokens failed", "servers", srvs, "err", err)
 	}
 }

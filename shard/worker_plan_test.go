@@ -17,6 +17,7 @@ import (
 
 	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/dataset"
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
@@ -305,14 +306,14 @@ func TestWorkerHeartbeat(t *testing.T) {
 				read := make(chan struct{})
 				go func() {
 					defer close(read)
-					dec := shard.NewDecoder(fromWorker)
+					dec := protocol.NewDecoder(fromWorker)
 					for {
 						m, err := dec.Read()
 						if err != nil {
 							return
 						}
 						line := fmt.Sprintf("%s %T", time.Since(start), m)
-						if hb, ok := m.(*shard.Heartbeat); ok {
+						if hb, ok := m.(*protocol.Heartbeat); ok {
 							line += fmt.Sprintf(" inFlight=%d done=%d", hb.InFlight, hb.Done)
 						}
 						mu.Lock()
@@ -328,13 +329,13 @@ func TestWorkerHeartbeat(t *testing.T) {
 				}()
 				// The coordinator accepts the hello at once; room comes
 				// after three and a half intervals.
-				enc := shard.NewEncoder(fromTest)
-				if err := enc.Write(&shard.Tokens{}); err != nil {
+				enc := protocol.NewEncoder(fromTest)
+				if err := enc.Write(&protocol.Tokens{}); err != nil {
 					t.Fatal(err)
 				}
 				time.Sleep(interval * 7 / 2)
 				synctest.Wait()
-				if err := enc.Write(&shard.Granted{ID: 1}); err != nil {
+				if err := enc.Write(&protocol.Granted{ID: 1}); err != nil {
 					t.Fatal(err)
 				}
 				if err := <-ran; err != nil {
@@ -344,15 +345,15 @@ func TestWorkerHeartbeat(t *testing.T) {
 				<-read
 				at := func(n float64) time.Duration { return time.Duration(n * float64(interval)) }
 				want := []string{
-					"0s *shard.Hello",
-					"0s *shard.Acquire",
-					fmt.Sprintf("%s *shard.Heartbeat inFlight=0 done=0", at(1)),
-					fmt.Sprintf("%s *shard.Heartbeat inFlight=0 done=0", at(2)),
-					fmt.Sprintf("%s *shard.Heartbeat inFlight=0 done=0", at(3)),
-					fmt.Sprintf("%s *shard.Heartbeat inFlight=1 done=0", at(4)),
-					fmt.Sprintf("%s *shard.Heartbeat inFlight=1 done=0", at(5)),
-					fmt.Sprintf("%s *shard.Trial", at(5.5)),
-					fmt.Sprintf("%s *shard.Done", at(5.5)),
+					"0s *protocol.Hello",
+					"0s *protocol.Acquire",
+					fmt.Sprintf("%s *protocol.Heartbeat inFlight=0 done=0", at(1)),
+					fmt.Sprintf("%s *protocol.Heartbeat inFlight=0 done=0", at(2)),
+					fmt.Sprintf("%s *protocol.Heartbeat inFlight=0 done=0", at(3)),
+					fmt.Sprintf("%s *protocol.Heartbeat inFlight=1 done=0", at(4)),
+					fmt.Sprintf("%s *protocol.Heartbeat inFlight=1 done=0", at(5)),
+					fmt.Sprintf("%s *protocol.Trial", at(5.5)),
+					fmt.Sprintf("%s *protocol.Done", at(5.5)),
 				}
 				if diff := cmp.Diff(want, seen); diff != "" {
 					t.Errorf("Worker{Heartbeat: %s} sent (-want +got):\n%s", every, diff)

@@ -20,6 +20,7 @@ import (
 	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/client/api"
 	"github.com/mst-eval/mst/dataset"
+	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/provider"
 	"github.com/mst-eval/mst/provider/offline"
 	"github.com/mst-eval/mst/run"
@@ -200,9 +201,9 @@ func testCancel(t *testing.T, h *Harness) {
 	var firstDone bool
 	watch := func(m message) {
 		switch {
-		case m.Type == shard.TypeTrial && m.Key.Case == "first":
+		case m.Type == protocol.TypeTrial && m.Key.Case == "first":
 			firstDone = true
-		case m.Type == shard.TypeHeartbeat && firstDone && m.InFlight >= 2:
+		case m.Type == protocol.TypeHeartbeat && firstDone && m.InFlight >= 2:
 			cancel()
 		}
 	}
@@ -256,15 +257,15 @@ func testReadinessFailure(t *testing.T, h *Harness) {
 	}
 }
 
-func checkHello(t *testing.T, h *Harness, i int, hello *shard.Hello) {
+func checkHello(t *testing.T, h *Harness, i int, hello *protocol.Hello) {
 	t.Helper()
 	if hello == nil {
 		t.Errorf("shard %d: no hello came back", i)
 		return
 	}
-	if hello.Protocol != shard.Protocol || hello.MSTVersion != h.MSTVersion || hello.Shard != i {
+	if hello.Protocol != protocol.Protocol || hello.MSTVersion != h.MSTVersion || hello.Shard != i {
 		t.Errorf("shard %d: hello {protocol %q, mstVersion %q, shard %d}, want {%q, %q, %d}",
-			i, hello.Protocol, hello.MSTVersion, hello.Shard, shard.Protocol, h.MSTVersion, i)
+			i, hello.Protocol, hello.MSTVersion, hello.Shard, protocol.Protocol, h.MSTVersion, i)
 	}
 }
 
@@ -359,7 +360,7 @@ type events struct {
 	seen    map[transcript.Key]int
 }
 
-func (e *events) Trial(shardIndex int, m *shard.Trial, data []byte) {
+func (e *events) Trial(shardIndex int, m *protocol.Trial, data []byte) {
 	if data != nil {
 		if tr, err := transcript.Decode(data); err == nil {
 			e.results.WriteTranscript(context.Background(), tr)

@@ -1,4 +1,4 @@
-package shard
+package protocol
 
 import (
 	"bufio"

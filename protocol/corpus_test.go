@@ -1,4 +1,4 @@
-package shard_test
+package protocol_test
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mst-eval/mst/shard"
+	"github.com/mst-eval/mst/protocol"
 )
 
 // TestDecodeCorpus pins what Decode makes of each named seed of FuzzDecode
@@ -28,15 +28,15 @@ func TestDecodeCorpus(t *testing.T) {
 		t.Fatal(err)
 	}
 	types := map[string]string{
-		shard.TypeHello: "*shard.Hello", shard.TypeAcquire: "*shard.Acquire", shard.TypeNeedTokens: "*shard.NeedTokens",
-		shard.TypeTrial: "*shard.Trial", shard.TypeHeartbeat: "*shard.Heartbeat", shard.TypeDone: "*shard.Done",
-		shard.TypeGranted: "*shard.Granted", shard.TypeTokens: "*shard.Tokens", shard.TypeCancel: "*shard.Cancel",
+		protocol.TypeHello: "*protocol.Hello", protocol.TypeAcquire: "*protocol.Acquire", protocol.TypeNeedTokens: "*protocol.NeedTokens",
+		protocol.TypeTrial: "*protocol.Trial", protocol.TypeHeartbeat: "*protocol.Heartbeat", protocol.TypeDone: "*protocol.Done",
+		protocol.TypeGranted: "*protocol.Granted", protocol.TypeTokens: "*protocol.Tokens", protocol.TypeCancel: "*protocol.Cancel",
 	}
 	seen := map[string]bool{}
 	for _, e := range entries {
 		name := e.Name()
 		line := readSeed(t, filepath.Join(dir, name))
-		m, err := shard.Decode(line)
+		m, err := protocol.Decode(line)
 		switch want, isType := types[name]; {
 		case isType:
 			seen[name] = true
@@ -52,7 +52,7 @@ func TestDecodeCorpus(t *testing.T) {
 				t.Errorf("Decode(seed %s) = %s, want an error", name, typeName(m))
 			}
 			unknown := name == "malformed-unknown-type" || name == "malformed-empty-type" || name == "malformed-no-type" || name == "malformed-null"
-			if errors.Is(err, shard.ErrUnknownMessage) != unknown {
+			if errors.Is(err, protocol.ErrUnknownMessage) != unknown {
 				t.Errorf("Decode(seed %s) = %v; wrapping ErrUnknownMessage: %t, want %t", name, err, !unknown, unknown)
 			}
 		}
