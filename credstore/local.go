@@ -20,7 +20,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/mst-eval/mst/internal/atomicfile"
+	"github.com/mst-eval/mst/internal/ground/atomicfile"
 )
 
 // LocalName is the name of the built-in store, the default.

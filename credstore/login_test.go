@@ -15,7 +15,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/mst-eval/mst/credstore"
-	"github.com/mst-eval/mst/internal/oauthtest"
+	"github.com/mst-eval/mst/internal/testkit/oauthtest"
 )
 
 // browse is a LoginParams.Open that plays the browser: before approving

@@ -23,7 +23,7 @@ import (
 
 	"github.com/mst-eval/mst/credstore"
 	"github.com/mst-eval/mst/credstore/credstoretest"
-	"github.com/mst-eval/mst/internal/oauthtest"
+	"github.com/mst-eval/mst/internal/testkit/oauthtest"
 )
 
 // refreshHelperEnv makes the test binary a second process that asks for

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mst-eval/mst/internal/inputcheck/brokentest"
+	"github.com/mst-eval/mst/internal/ground/inputcheck/brokentest"
 )
 
 // Valid datasets with the shapes a dataset has, one per format.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mst-eval/mst/internal/inputcheck"
+	"github.com/mst-eval/mst/internal/ground/inputcheck"
 )
 
 // badBytes are byte sequences that are not UTF-8: a Latin-1 letter, a

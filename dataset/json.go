@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/mst-eval/mst/internal/inputcheck"
+	"github.com/mst-eval/mst/internal/ground/inputcheck"
 )
 
 // readJSONL reads one case per line; blank lines are skipped.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/mst-eval/mst/internal/atomicfile"
+	"github.com/mst-eval/mst/internal/ground/atomicfile"
 )
 
 // Loaded is one dataset as read on the machine where a run was launched,

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/mst-eval/mst/internal/inputcheck"
+	"github.com/mst-eval/mst/internal/ground/inputcheck"
 )
 
 // reader reads one file, collecting its cases, the ids it saw and its

@@ -1,5 +1,5 @@
 package dataset
 
-import "github.com/mst-eval/mst/internal/suggest"
+import "github.com/mst-eval/mst/internal/ground/suggest"
 
 func didYouMean(got string, candidates []string) string { return suggest.DidYouMean(got, candidates) }

@@ -9,8 +9,8 @@ import (
 	"github.com/goccy/go-yaml/lexer"
 	"github.com/goccy/go-yaml/parser"
 
-	"github.com/mst-eval/mst/internal/inputcheck"
-	"github.com/mst-eval/mst/internal/yamljson"
+	"github.com/mst-eval/mst/internal/ground/inputcheck"
+	"github.com/mst-eval/mst/internal/ground/yamljson"
 )
 
 // readYAML reads a list of cases from a single YAML document.

@@ -42,7 +42,7 @@
 // a judge that gives no verdict (the provider failed, the model refused
 // or answered in another shape) makes the grade errored, never failed,
 // unless the judge has gate: false. The built-in rubrics are in
-// rubrics.go; the offline model (provider/offline) has a documented
+// rubrics.go; the offline model (internal/builtin/provider/offline) has a documented
 // judging rule, so judged evals run without a key.
 //
 // Graders that name tools implement Referrer. Before the first trial, the

@@ -15,7 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/mst-eval/mst/provider"
+	"github.com/mst-eval/mst/internal/provider"
 	"github.com/mst-eval/mst/transcript"
 )
 

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mst-eval/mst/provider"
-	"github.com/mst-eval/mst/provider/anthropic"
-	"github.com/mst-eval/mst/provider/offline"
-	"github.com/mst-eval/mst/provider/openai"
-	"github.com/mst-eval/mst/provider/providertest"
+	"github.com/mst-eval/mst/internal/builtin/provider/anthropic"
+	"github.com/mst-eval/mst/internal/builtin/provider/offline"
+	"github.com/mst-eval/mst/internal/builtin/provider/openai"
+	"github.com/mst-eval/mst/internal/provider"
+	"github.com/mst-eval/mst/internal/provider/providertest"
 	"github.com/mst-eval/mst/transcript"
 )
 

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	suggestpkg "github.com/mst-eval/mst/internal/suggest"
+	suggestpkg "github.com/mst-eval/mst/internal/ground/suggest"
 )
 
 // Names of the graders, as spec keys.

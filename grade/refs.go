@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/mst-eval/mst/internal/toolname"
+	"github.com/mst-eval/mst/internal/ground/toolname"
 
-	suggestpkg "github.com/mst-eval/mst/internal/suggest"
+	suggestpkg "github.com/mst-eval/mst/internal/ground/suggest"
 )
 
 // Ref is a tool a grader names: Tool on Server, or on any server of the

@@ -13,7 +13,7 @@ import (
 	"syscall"
 
 	"github.com/mst-eval/mst/internal/cli"
-	"github.com/mst-eval/mst/internal/gctune"
+	"github.com/mst-eval/mst/internal/ground/gctune"
 	"github.com/mst-eval/mst/plugin"
 )
 

@@ -19,7 +19,7 @@ import (
 	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/dataset"
 	"github.com/mst-eval/mst/grade"
-	"github.com/mst-eval/mst/internal/tailbuf"
+	"github.com/mst-eval/mst/internal/ground/tailbuf"
 	"github.com/mst-eval/mst/transcript"
 )
 

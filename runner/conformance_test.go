@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/mst-eval/mst/internal/testbin"
+	"github.com/mst-eval/mst/internal/testkit/testbin"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/runner/runnertest"
 )

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/mst-eval/mst/internal/atomicfile"
+	"github.com/mst-eval/mst/internal/ground/atomicfile"
 )
 
 // A worker is not trusted with the coordinator's files: what it names for

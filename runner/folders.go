@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/mst-eval/mst/internal/proctree"
+	"github.com/mst-eval/mst/internal/ground/proctree"
 )
 
 // ownerFile is the file in each of MST's folders that names its run and

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mst-eval/mst/internal/proctree"
+	"github.com/mst-eval/mst/internal/ground/proctree"
 )
 
 // MachineCommand is a helper command a runner runs inside its machines, as

@@ -19,12 +19,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mst-eval/mst/dataset"
+	"github.com/mst-eval/mst/internal/engine/shard"
 	"github.com/mst-eval/mst/protocol"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/runner/runnertest"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/servers"
-	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
 )

@@ -18,8 +18,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mst-eval/mst/internal/atomicfile"
-	"github.com/mst-eval/mst/internal/proctree"
+	"github.com/mst-eval/mst/internal/ground/atomicfile"
+	"github.com/mst-eval/mst/internal/ground/proctree"
 )
 
 // ProcessesDefinition is the processes runner: each shard is a child

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mst-eval/mst/internal/proctree"
+	"github.com/mst-eval/mst/internal/ground/proctree"
 	"github.com/mst-eval/mst/runner"
 )
 

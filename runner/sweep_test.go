@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/mst-eval/mst/internal/proctree"
+	"github.com/mst-eval/mst/internal/ground/proctree"
 	"github.com/mst-eval/mst/runner"
 )
 

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/mst-eval/mst/internal/atomicfile"
+	"github.com/mst-eval/mst/internal/ground/atomicfile"
 )
 
 // WriteTar writes the folder localDir as a tar stream whose entries sit

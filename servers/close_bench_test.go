@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mst-eval/mst/internal/peertest"
+	"github.com/mst-eval/mst/internal/testkit/peertest"
 	"github.com/mst-eval/mst/servers"
 )
 

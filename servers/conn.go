@@ -23,8 +23,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mst-eval/mst/internal/proctree"
-	"github.com/mst-eval/mst/internal/tailbuf"
+	"github.com/mst-eval/mst/internal/ground/proctree"
+	"github.com/mst-eval/mst/internal/ground/tailbuf"
 )
 
 // DefaultStartupTimeout bounds connecting to a server and listing its tools

@@ -15,8 +15,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mst-eval/mst/internal/peertest"
-	"github.com/mst-eval/mst/internal/testserver"
+	"github.com/mst-eval/mst/internal/testkit/peertest"
+	"github.com/mst-eval/mst/internal/testkit/testserver"
 	"github.com/mst-eval/mst/servers"
 )
 

@@ -13,19 +13,19 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mst-eval/mst/internal/testbin"
+	"github.com/mst-eval/mst/internal/testkit/testbin"
 	"github.com/mst-eval/mst/servers"
 )
 
 // The tests run three kinds of servers, all real processes or real HTTP
 // endpoints speaking MCP:
 //
-//   - internal/testserver's binary, built once per test binary (testServer);
+//   - internal/testkit/testserver's binary, built once per test binary (testServer);
 //   - servers defined in fixtures_test.go, run over stdio by re-executing this
 //     test binary with roleEnv set (fixture), or over streamable HTTP with
 //     httptest (httpFixture);
 //   - the npm server-everything and the go-sdk example server, installed under
-//     $MST_PEERS (internal/peertest).
+//     $MST_PEERS (internal/testkit/peertest).
 
 // roleEnv names the fixture a re-executed test binary runs instead of the
 // tests. Servers get a minimal environment, so it travels in Server.Env.
@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// testServer returns internal/testserver's binary as a stdio server named
+// testServer returns internal/testkit/testserver's binary as a stdio server named
 // name, with args (--hang, --fail-start, --no-tools).
 func testServer(t *testing.T, name string, args ...string) servers.Server {
 	t.Helper()

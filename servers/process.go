@@ -6,7 +6,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/mst-eval/mst/internal/proctree"
+	"github.com/mst-eval/mst/internal/ground/proctree"
 )
 
 // started holds the process groups of the stdio servers this process

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
-	"github.com/mst-eval/mst/internal/testserver"
+	"github.com/mst-eval/mst/internal/testkit/testserver"
 	"github.com/mst-eval/mst/servers"
 )
 

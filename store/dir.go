@@ -15,9 +15,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/mst-eval/mst/internal/atomicfile"
-	"github.com/mst-eval/mst/internal/inputcheck"
-	"github.com/mst-eval/mst/internal/runlock"
+	"github.com/mst-eval/mst/internal/ground/atomicfile"
+	"github.com/mst-eval/mst/internal/ground/inputcheck"
+	"github.com/mst-eval/mst/internal/ground/runlock"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/transcript"
 )

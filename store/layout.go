@@ -8,14 +8,14 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mst-eval/mst/internal/inputcheck"
+	"github.com/mst-eval/mst/internal/ground/inputcheck"
 	"github.com/mst-eval/mst/transcript"
 )
 
 // What every store shares: the names of a run's records relative to the
 // run, how a transcript's key becomes a path, and the checks a stored
 // record passes when read. The directory store keeps them as files of a
-// run folder; a blob store (store/blobstore) as objects under the run's
+// run folder; a blob store (internal/builtin/store/blobstore) as objects under the run's
 // prefix, so a run copied from one to the other reads the same.
 
 // The names of a run's records, relative to the run.

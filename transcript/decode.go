@@ -9,7 +9,7 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/mst-eval/mst/internal/inputcheck"
+	"github.com/mst-eval/mst/internal/ground/inputcheck"
 )
 
 // Decode reads a transcript from its JSON, old names included. An error

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/mst-eval/mst/client"
-	"github.com/mst-eval/mst/internal/testserver"
-	"github.com/mst-eval/mst/provider/providertest"
+	"github.com/mst-eval/mst/internal/provider/providertest"
+	"github.com/mst-eval/mst/internal/testkit/testserver"
 	"github.com/mst-eval/mst/servers"
 	"github.com/mst-eval/mst/transcript"
 )
@@ -91,7 +91,7 @@ type Config struct {
 	// "offline").
 	Model string
 	// Provider returns the clientOptions that point the client at the fake
-	// provider (provider/providertest) whose base address is url, and that
+	// provider (internal/provider/providertest) whose base address is url, and that
 	// make it fail fast (no retries). Nil means the model needs no
 	// provider (the offline model): the cases then rely on the model's own
 	// documented game, and those that need a scripted model must be in

@@ -5,8 +5,8 @@
 // implementation.
 //
 // The doubles are fakes of servers, never mocks of the client: the model
-// provider is provider/providertest's HTTP server, speaking the real wire
-// formats; the MCP servers are real ones, internal/testserver built as a
+// provider is internal/provider/providertest's HTTP server, speaking the real wire
+// formats; the MCP servers are real ones, internal/testkit/testserver built as a
 // program (stdio, with its failing, sleeping and many-tools modes) and the
 // same server over streamable HTTP. A client that cannot pass a case says
 // so in Config.Cannot, with the reason, and the case is skipped with it;

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/mst-eval/mst/client"
-	"github.com/mst-eval/mst/mcpproxy"
+	"github.com/mst-eval/mst/internal/engine/mcpproxy"
 	"github.com/mst-eval/mst/servers"
 	"github.com/mst-eval/mst/transcript"
 )

@@ -9,12 +9,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mst-eval/mst/internal/testbin"
-	"github.com/mst-eval/mst/internal/testserver"
+	"github.com/mst-eval/mst/internal/testkit/testbin"
+	"github.com/mst-eval/mst/internal/testkit/testserver"
 	"github.com/mst-eval/mst/servers"
 )
 
-// testServerBin builds internal/testserver/cmd/mcp-testserver once per
+// testServerBin builds internal/testkit/testserver/cmd/mcp-testserver once per
 // test binary; a build that fails fails the test.
 func testServerBin(t *testing.T) string {
 	t.Helper()

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/mst-eval/mst/client"
-	"github.com/mst-eval/mst/provider/providertest"
+	"github.com/mst-eval/mst/internal/provider/providertest"
 	"github.com/mst-eval/mst/transcript"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mst-eval/mst/internal/testneed"
+	"github.com/mst-eval/mst/internal/testkit/testneed"
 )
 
 // TestCustomBuild builds an mst with the three Go example plugins compiled

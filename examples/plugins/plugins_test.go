@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/mst-eval/mst/internal/testneed"
+	"github.com/mst-eval/mst/internal/testkit/testneed"
 )
 
 // goModules are the folders of the example plugins that are Go modules.

@@ -25,8 +25,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/mst-eval/mst/examples/quickstart/internal/weather"
-	"github.com/mst-eval/mst/provider"
-	"github.com/mst-eval/mst/provider/offline"
+	"github.com/mst-eval/mst/internal/builtin/provider/offline"
+	"github.com/mst-eval/mst/internal/provider"
 )
 
 // evalFile is the part of the eval config grammar the quickstart uses. It is

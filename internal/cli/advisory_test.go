@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/mst-eval/mst/grade"
-	"github.com/mst-eval/mst/internal/chromiumtest"
-	"github.com/mst-eval/mst/report"
-	"github.com/mst-eval/mst/report/htmlreport/htmlreporttest"
+	"github.com/mst-eval/mst/internal/engine/report"
+	"github.com/mst-eval/mst/internal/engine/report/htmlreport/htmlreporttest"
+	"github.com/mst-eval/mst/internal/testkit/chromiumtest"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
 )

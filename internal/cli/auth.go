@@ -19,12 +19,12 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/mst-eval/mst/credstore"
-	"github.com/mst-eval/mst/credstore/bucketcreds"
-	"github.com/mst-eval/mst/eval"
 	"github.com/mst-eval/mst/internal/builtin"
+	"github.com/mst-eval/mst/internal/builtin/credstore/bucketcreds"
+	"github.com/mst-eval/mst/internal/builtin/store/blobstore"
+	"github.com/mst-eval/mst/internal/engine/eval"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/servers"
-	"github.com/mst-eval/mst/store/blobstore"
 )
 
 // storeFlags are --store and --store-option: the credential store that

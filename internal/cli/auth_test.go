@@ -15,7 +15,7 @@ import (
 
 	"github.com/mst-eval/mst/credstore"
 	"github.com/mst-eval/mst/internal/cli"
-	"github.com/mst-eval/mst/internal/oauthtest"
+	"github.com/mst-eval/mst/internal/testkit/oauthtest"
 )
 
 // testBrowserEnv set to 1 makes this test binary a browser: TestMain then

@@ -18,9 +18,9 @@ import (
 
 	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/internal/builtin"
+	"github.com/mst-eval/mst/internal/engine/run"
+	"github.com/mst-eval/mst/internal/engine/shard"
 	"github.com/mst-eval/mst/plugin"
-	"github.com/mst-eval/mst/run"
-	"github.com/mst-eval/mst/shard"
 )
 
 // Version is MST's version, set at build time with

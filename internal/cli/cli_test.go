@@ -7,7 +7,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/mst-eval/mst/internal/testserver"
+	"github.com/mst-eval/mst/internal/testkit/testserver"
 	"github.com/mst-eval/mst/mstcmd"
 )
 

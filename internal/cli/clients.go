@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mst-eval/mst/client"
-	"github.com/mst-eval/mst/report"
+	"github.com/mst-eval/mst/internal/engine/report"
 )
 
 // emptyOptions is the options schema of a client that declares none: it

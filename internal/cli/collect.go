@@ -9,11 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mst-eval/mst/run"
+	"github.com/mst-eval/mst/internal/engine/run"
+	"github.com/mst-eval/mst/internal/engine/shard"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/servers"
-	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/store"
 )
 

@@ -3,9 +3,9 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/mst-eval/mst/eval"
-	"github.com/mst-eval/mst/report"
-	"github.com/mst-eval/mst/run"
+	"github.com/mst-eval/mst/internal/engine/eval"
+	"github.com/mst-eval/mst/internal/engine/report"
+	"github.com/mst-eval/mst/internal/engine/run"
 )
 
 func newSchemaCmd(stdio Stdio) *cobra.Command {

@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mst-eval/mst/report"
-	"github.com/mst-eval/mst/run"
+	"github.com/mst-eval/mst/internal/engine/report"
+	"github.com/mst-eval/mst/internal/engine/run"
 )
 
 // compareFlags are mst compare's flags.

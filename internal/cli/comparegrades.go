@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mst-eval/mst/report"
-	"github.com/mst-eval/mst/run"
+	"github.com/mst-eval/mst/internal/engine/report"
+	"github.com/mst-eval/mst/internal/engine/run"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
 )

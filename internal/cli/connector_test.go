@@ -13,8 +13,8 @@ import (
 
 	"github.com/mst-eval/mst/credstore"
 	"github.com/mst-eval/mst/internal/cli"
-	"github.com/mst-eval/mst/internal/oauthtest"
-	"github.com/mst-eval/mst/internal/testbin"
+	"github.com/mst-eval/mst/internal/testkit/oauthtest"
+	"github.com/mst-eval/mst/internal/testkit/testbin"
 )
 
 // connectorSetup is an authorization server with its MCP server, an eval

@@ -19,12 +19,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mst-eval/mst/credstore"
-	"github.com/mst-eval/mst/detach"
-	"github.com/mst-eval/mst/internal/atomicfile"
-	"github.com/mst-eval/mst/internal/proctree"
+	"github.com/mst-eval/mst/internal/builtin/store/blobstore"
+	"github.com/mst-eval/mst/internal/engine/detach"
+	"github.com/mst-eval/mst/internal/ground/atomicfile"
+	"github.com/mst-eval/mst/internal/ground/proctree"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/secrets"
-	"github.com/mst-eval/mst/store/blobstore"
 )
 
 // maxCoordinateInput bounds the JSON line mst coordinate reads.

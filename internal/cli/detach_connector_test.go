@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/mst-eval/mst/credstore"
-	"github.com/mst-eval/mst/credstore/bucketcreds"
+	"github.com/mst-eval/mst/internal/builtin/credstore/bucketcreds"
 	"github.com/mst-eval/mst/internal/cli"
-	"github.com/mst-eval/mst/internal/oauthtest"
+	"github.com/mst-eval/mst/internal/testkit/oauthtest"
 )
 
 // TestDetachConnector runs a detached run whose one server is an OAuth

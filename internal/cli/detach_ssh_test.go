@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/mst-eval/mst/internal/cli"
-	"github.com/mst-eval/mst/internal/proctree"
-	"github.com/mst-eval/mst/internal/sshtest"
+	"github.com/mst-eval/mst/internal/ground/proctree"
+	"github.com/mst-eval/mst/internal/testkit/sshtest"
 )
 
 // TestDetachSSH cancels a detached run on the ssh runner mid-run, and

@@ -18,10 +18,10 @@ import (
 
 	"gocloud.dev/blob"
 
+	"github.com/mst-eval/mst/internal/builtin/store/blobstore/blobtest"
 	"github.com/mst-eval/mst/internal/cli"
-	"github.com/mst-eval/mst/internal/proctree"
-	"github.com/mst-eval/mst/internal/testserver"
-	"github.com/mst-eval/mst/store/blobstore/blobtest"
+	"github.com/mst-eval/mst/internal/ground/proctree"
+	"github.com/mst-eval/mst/internal/testkit/testserver"
 )
 
 // detachCanary is the secret a detached run's server reads: it must reach

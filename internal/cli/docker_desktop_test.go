@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mst-eval/mst/client/desktop/standin"
-	"github.com/mst-eval/mst/internal/testneed"
-	"github.com/mst-eval/mst/provider/providertest"
+	"github.com/mst-eval/mst/internal/builtin/client/desktop/standin"
+	"github.com/mst-eval/mst/internal/provider/providertest"
+	"github.com/mst-eval/mst/internal/testkit/testneed"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
 )

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/mst-eval/mst/internal/testneed"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -19,8 +18,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mst-eval/mst/internal/canarytest"
-	"github.com/mst-eval/mst/provider/providertest"
+	"github.com/mst-eval/mst/internal/testkit/testneed"
+
+	"github.com/mst-eval/mst/internal/provider/providertest"
+	"github.com/mst-eval/mst/internal/testkit/canarytest"
 )
 
 // testDockerGradeKeys runs mst run --runner docker --grade-runner docker on

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mst-eval/mst/internal/builtin/runner/docker"
 	"github.com/mst-eval/mst/internal/cli"
-	"github.com/mst-eval/mst/internal/testneed"
-	"github.com/mst-eval/mst/provider/providertest"
-	"github.com/mst-eval/mst/runner/docker"
+	"github.com/mst-eval/mst/internal/provider/providertest"
+	"github.com/mst-eval/mst/internal/testkit/testneed"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
 )
@@ -63,7 +63,7 @@ func TestDockerUserland(t *testing.T) {
 	// refuses: here the test server built with cgo, on the offline model.
 	debian := "mst-worker:" + dockerTestVersion + "-debian"
 	dynamic := t.TempDir()
-	build := exec.Command("go", "build", "-o", dynamic+string(filepath.Separator), "github.com/mst-eval/mst/internal/testserver/cmd/mcp-testserver")
+	build := exec.Command("go", "build", "-o", dynamic+string(filepath.Separator), "github.com/mst-eval/mst/internal/testkit/testserver/cmd/mcp-testserver")
 	build.Env = append(os.Environ(), "CGO_ENABLED=1")
 	if out, err := build.CombinedOutput(); err != nil {
 		need(t, fmt.Sprintf("a C compiler for cgo, to build a dynamically linked server (go build: %v: %s)", err, out))

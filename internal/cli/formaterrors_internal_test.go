@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/mst-eval/mst/grade"
-	"github.com/mst-eval/mst/report"
-	"github.com/mst-eval/mst/report/htmlreport"
+	"github.com/mst-eval/mst/internal/engine/report"
+	"github.com/mst-eval/mst/internal/engine/report/htmlreport"
 	"github.com/mst-eval/mst/transcript"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/mst-eval/mst/report"
-	"github.com/mst-eval/mst/run"
+	"github.com/mst-eval/mst/internal/engine/report"
+	"github.com/mst-eval/mst/internal/engine/run"
 	"github.com/mst-eval/mst/transcript"
 )
 

@@ -14,15 +14,15 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/spf13/cobra"
 
-	"github.com/mst-eval/mst/detach"
-	"github.com/mst-eval/mst/eval"
 	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/internal/builtin"
-	"github.com/mst-eval/mst/provider"
-	"github.com/mst-eval/mst/run"
+	"github.com/mst-eval/mst/internal/engine/detach"
+	"github.com/mst-eval/mst/internal/engine/eval"
+	"github.com/mst-eval/mst/internal/engine/run"
+	"github.com/mst-eval/mst/internal/engine/shard"
+	"github.com/mst-eval/mst/internal/provider"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/secrets"
-	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/store"
 )
 

@@ -3,7 +3,7 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/mst-eval/mst/mcpproxy"
+	"github.com/mst-eval/mst/internal/engine/mcpproxy"
 )
 
 // newMCPStdioCmd is the stdio face of MST's MCP proxy: a client that can

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/mst-eval/mst/internal/cli"
-	"github.com/mst-eval/mst/internal/peertest"
-	"github.com/mst-eval/mst/provider/providertest"
+	"github.com/mst-eval/mst/internal/provider/providertest"
+	"github.com/mst-eval/mst/internal/testkit/peertest"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
 )

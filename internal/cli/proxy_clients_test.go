@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/mst-eval/mst/internal/peertest"
-	"github.com/mst-eval/mst/internal/testbin"
-	"github.com/mst-eval/mst/internal/testserver"
-	"github.com/mst-eval/mst/provider/providertest"
+	"github.com/mst-eval/mst/internal/provider/providertest"
+	"github.com/mst-eval/mst/internal/testkit/peertest"
+	"github.com/mst-eval/mst/internal/testkit/testbin"
+	"github.com/mst-eval/mst/internal/testkit/testserver"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
 )

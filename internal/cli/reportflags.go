@@ -14,8 +14,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/mst-eval/mst/grade"
-	"github.com/mst-eval/mst/report"
-	"github.com/mst-eval/mst/run"
+	"github.com/mst-eval/mst/internal/engine/report"
+	"github.com/mst-eval/mst/internal/engine/run"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
 	"github.com/spf13/cobra"

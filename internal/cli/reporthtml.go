@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mst-eval/mst/report"
-	"github.com/mst-eval/mst/report/htmlreport"
-	"github.com/mst-eval/mst/run"
+	"github.com/mst-eval/mst/internal/engine/report"
+	"github.com/mst-eval/mst/internal/engine/report/htmlreport"
+	"github.com/mst-eval/mst/internal/engine/run"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/store"
 )

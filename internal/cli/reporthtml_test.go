@@ -12,9 +12,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mst-eval/mst/internal/chromiumtest"
 	"github.com/mst-eval/mst/internal/cli"
-	"github.com/mst-eval/mst/report/htmlreport/htmlreporttest"
+	"github.com/mst-eval/mst/internal/engine/report/htmlreport/htmlreporttest"
+	"github.com/mst-eval/mst/internal/testkit/chromiumtest"
 )
 
 // htmlQuickstartRun runs the quickstart into a temporary results folder and

@@ -16,7 +16,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/mst-eval/mst/internal/cli"
-	"github.com/mst-eval/mst/internal/testbin"
+	"github.com/mst-eval/mst/internal/testkit/testbin"
 )
 
 // reportRuns are two real runs of one eval on the offline model against
@@ -62,7 +62,7 @@ func makeReportRuns(t *testing.T) reportRuns {
 	dir := t.TempDir()
 	r := reportRuns{dir: dir}
 	bin := filepath.Join(dir, "mcp-testserver")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/mst-eval/mst/internal/testserver/cmd/mcp-testserver").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/mst-eval/mst/internal/testkit/testserver/cmd/mcp-testserver").CombinedOutput(); err != nil {
 		t.Fatalf("building the test server: %v\n%s", err, out)
 	}
 	var good, bad strings.Builder

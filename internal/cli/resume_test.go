@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mst-eval/mst/internal/builtin"
-	"github.com/mst-eval/mst/run"
+	"github.com/mst-eval/mst/internal/engine/run"
 	"github.com/mst-eval/mst/transcript"
 )
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/mst-eval/mst/credstore"
-	"github.com/mst-eval/mst/detach"
+	"github.com/mst-eval/mst/internal/engine/detach"
 	"github.com/mst-eval/mst/transcript"
 )
 

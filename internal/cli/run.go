@@ -15,9 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mst-eval/mst/credstore"
-	"github.com/mst-eval/mst/eval"
 	"github.com/mst-eval/mst/internal/builtin"
-	"github.com/mst-eval/mst/run"
+	"github.com/mst-eval/mst/internal/engine/eval"
+	"github.com/mst-eval/mst/internal/engine/run"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/store"

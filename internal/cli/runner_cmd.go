@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mst-eval/mst/client"
-	"github.com/mst-eval/mst/run"
+	"github.com/mst-eval/mst/internal/engine/run"
 	"github.com/mst-eval/mst/runner"
 )
 

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/mst-eval/mst/internal/proctree"
+	"github.com/mst-eval/mst/internal/ground/proctree"
 	"github.com/mst-eval/mst/runner"
 )
 

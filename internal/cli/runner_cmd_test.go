@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mst-eval/mst/store/blobstore/blobtest"
+	"github.com/mst-eval/mst/internal/builtin/store/blobstore/blobtest"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -119,7 +119,7 @@ func dockerTools(t testing.TB) string {
 	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
 		"-ldflags=-X github.com/mst-eval/mst/internal/cli.Version="+dockerTestVersion,
 		"github.com/mst-eval/mst/cmd/mst", "github.com/mst-eval/mst/examples/quickstart/weather",
-		"github.com/mst-eval/mst/internal/testserver/cmd/mcp-testserver")
+		"github.com/mst-eval/mst/internal/testkit/testserver/cmd/mcp-testserver")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building static mst, weather and mcp-testserver: %v\n%s", err, out)

@@ -13,9 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mst-eval/mst/detach"
-	"github.com/mst-eval/mst/eval"
 	"github.com/mst-eval/mst/internal/builtin"
+	"github.com/mst-eval/mst/internal/engine/detach"
+	"github.com/mst-eval/mst/internal/engine/eval"
 	"github.com/mst-eval/mst/transcript"
 )
 

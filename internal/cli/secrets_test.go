@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/mst-eval/mst/internal/cli"
-	"github.com/mst-eval/mst/provider/providertest"
+	"github.com/mst-eval/mst/internal/provider/providertest"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
 )

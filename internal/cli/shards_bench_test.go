@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mst-eval/mst/provider/providertest"
+	"github.com/mst-eval/mst/internal/provider/providertest"
 )
 
 // BenchmarkShardOverhead runs the same eval on processes shards and on

@@ -26,8 +26,8 @@ import (
 
 	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/internal/cli"
-	"github.com/mst-eval/mst/provider/providertest"
-	"github.com/mst-eval/mst/run"
+	"github.com/mst-eval/mst/internal/engine/run"
+	"github.com/mst-eval/mst/internal/provider/providertest"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
 )

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mst-eval/mst/grade"
-	"github.com/mst-eval/mst/report"
+	"github.com/mst-eval/mst/internal/engine/report"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
 )

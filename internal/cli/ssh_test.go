@@ -15,15 +15,15 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mst-eval/mst/internal/sshtest"
-	"github.com/mst-eval/mst/internal/testserver"
+	"github.com/mst-eval/mst/internal/builtin/store/blobstore/blobtest"
+	"github.com/mst-eval/mst/internal/testkit/sshtest"
+	"github.com/mst-eval/mst/internal/testkit/testserver"
 	"github.com/mst-eval/mst/store"
-	"github.com/mst-eval/mst/store/blobstore/blobtest"
 	"github.com/mst-eval/mst/transcript"
 )
 
 // TestSSH runs `mst run --runner ssh` against private sshd hosts
-// (internal/sshtest): the quickstart on one host and on two, refusals
+// (internal/testkit/sshtest): the quickstart on one host and on two, refusals
 // before a run starts, a dropped connection and --resume, and cleanup of a
 // kept machine. mst and the weather server are built into a temporary
 // folder, so the mst that copies itself to the hosts is a real binary.

@@ -13,9 +13,9 @@ import (
 
 	"gocloud.dev/blob"
 
+	"github.com/mst-eval/mst/internal/builtin/store/blobstore/blobtest"
 	"github.com/mst-eval/mst/internal/cli"
-	"github.com/mst-eval/mst/internal/testserver"
-	"github.com/mst-eval/mst/store/blobstore/blobtest"
+	"github.com/mst-eval/mst/internal/testkit/testserver"
 )
 
 // TestReadRunWhileWritten reads a run from its bucket while mst run is

@@ -16,9 +16,9 @@ import (
 
 	"gocloud.dev/blob"
 
+	"github.com/mst-eval/mst/internal/builtin/store/blobstore"
+	"github.com/mst-eval/mst/internal/builtin/store/blobstore/blobtest"
 	"github.com/mst-eval/mst/internal/cli"
-	"github.com/mst-eval/mst/store/blobstore"
-	"github.com/mst-eval/mst/store/blobstore/blobtest"
 )
 
 // The fault matrix at the level of mst run: the quickstart (84 trials on
@@ -31,7 +31,7 @@ import (
 //
 // Each store call (a write, read, listing, lease renewal) meeting each
 // fault on each cloud, with its retries, bounds and reports, is covered by
-// store/blobstore's TestFaults (refuse, hang, 500, 503, cut, trickle ×
+// internal/builtin/store/blobstore's TestFaults (refuse, hang, 500, 503, cut, trickle ×
 // open, write, read, list, renew × gs, s3), releasing a lock under a hang
 // by TestFaultReleaseBounded, cancelling by TestFaultCancel, and a cut
 // write that landed by TestFaultOnlyMatched. This matrix adds what only a

@@ -17,9 +17,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mst-eval/mst/internal/builtin/store/blobstore"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/store"
-	"github.com/mst-eval/mst/store/blobstore"
 )
 
 // Where runs are kept: a folder, or a bucket by URL (gs://BUCKET/PREFIX,

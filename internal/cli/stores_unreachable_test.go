@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mst-eval/mst/store/blobstore"
+	"github.com/mst-eval/mst/internal/builtin/store/blobstore"
 )
 
 // closedPort is an address on loopback where nothing listens.

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mst-eval/mst/eval"
-	"github.com/mst-eval/mst/run"
+	"github.com/mst-eval/mst/internal/engine/eval"
+	"github.com/mst-eval/mst/internal/engine/run"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/transcript"
 )

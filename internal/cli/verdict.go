@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/mst-eval/mst/report"
+	"github.com/mst-eval/mst/internal/engine/report"
 )
 
 // defaultMaxErrored is --max-errored's default: a variant with more than a

@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mst-eval/mst/report/htmlreport"
-	"github.com/mst-eval/mst/run"
+	"github.com/mst-eval/mst/internal/engine/report/htmlreport"
+	"github.com/mst-eval/mst/internal/engine/run"
 )
 
 func newViewCmd(stdio Stdio) *cobra.Command {

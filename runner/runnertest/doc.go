@@ -2,7 +2,7 @@
 // every Machine a runner creates, the way testing/fstest checks an fs.FS.
 //
 // Run checks a runner.Runner end to end: it hands the runner real shards
-// (the api client on the offline model, with internal/testserver as the
+// (the api client on the offline model, with internal/testkit/testserver as the
 // MCP server), serves them with a real shard.Coordinator, and checks what
 // comes back:
 //

@@ -18,16 +18,16 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mst-eval/mst/client"
-	"github.com/mst-eval/mst/client/api"
 	"github.com/mst-eval/mst/dataset"
+	"github.com/mst-eval/mst/internal/builtin/client/api"
+	"github.com/mst-eval/mst/internal/builtin/provider/offline"
+	"github.com/mst-eval/mst/internal/engine/run"
+	"github.com/mst-eval/mst/internal/engine/shard"
+	"github.com/mst-eval/mst/internal/provider"
 	"github.com/mst-eval/mst/protocol"
-	"github.com/mst-eval/mst/provider"
-	"github.com/mst-eval/mst/provider/offline"
-	"github.com/mst-eval/mst/run"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/servers"
-	"github.com/mst-eval/mst/shard"
 	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
 )
@@ -47,7 +47,7 @@ type Harness struct {
 	// Shards is how many shards the suite runs at once through one runner:
 	// at least 1, at most the runner's MaxShards.
 	Shards int
-	// Server is the command that runs internal/testserver on the runner's
+	// Server is the command that runs internal/testkit/testserver on the runner's
 	// machines. Empty means this test binary, whose TestMain calls Serve.
 	Server []string
 }

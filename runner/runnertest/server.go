@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/mst-eval/mst/internal/testserver"
+	"github.com/mst-eval/mst/internal/testkit/testserver"
 	"github.com/mst-eval/mst/servers"
 )
 
@@ -13,7 +13,7 @@ import (
 // command may ignore it.
 const ServeEnv = "MST_RUNNERTEST_SERVE"
 
-// Serve runs the test MCP server (internal/testserver) on the process's
+// Serve runs the test MCP server (internal/testkit/testserver) on the process's
 // stdio and exits, when the suite started this process as its server;
 // otherwise it returns at once. Call it first in TestMain, before anything
 // that is slow or prints.

@@ -25,7 +25,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mst-eval/mst/client/clienttest"
-	"github.com/mst-eval/mst/internal/testneed"
+	"github.com/mst-eval/mst/internal/testkit/testneed"
 	"github.com/mst-eval/mst/plugin"
 )
 

@@ -14,7 +14,7 @@ import (
 	"github.com/mst-eval/mst/dataset/datasettest"
 	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/grade/gradertest"
-	"github.com/mst-eval/mst/internal/testneed"
+	"github.com/mst-eval/mst/internal/testkit/testneed"
 	"github.com/mst-eval/mst/plugin"
 )
 
