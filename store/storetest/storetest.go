@@ -46,6 +46,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Cancelled", testCancelled},
 		{"Lock", testLock},
 		{"LockConcurrent", testLockConcurrent},
+		{"DetachedRecords", testDetached},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

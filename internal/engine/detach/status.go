@@ -9,10 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"gocloud.dev/blob"
-	"gocloud.dev/gcerrors"
-
-	"github.com/mst-eval/mst/internal/builtin/store/blobstore"
+	"github.com/mst-eval/mst/store"
 )
 
 // States of a detached run. Lost is never written: a running status older
@@ -170,32 +167,27 @@ func (s Status) Shown(now time.Time) string {
 	return s.State
 }
 
-// Records are the detached runs of one eval in a result store: under
-// PREFIX/EVAL/detached/ID/, status.json, log.txt and cancel.
+// Records are the detached runs of one eval in a result store: for each,
+// status.json, log.txt and cancel, where the store keeps detached runs
+// (store.DetachedPath).
 //
 // Every read, write and listing goes through the store's calls, under
-// their deadlines and retries (blobstore.Limits): a bucket that stops
-// answering fails them wrapping store.ErrUnavailable.
+// their deadlines and retries: a store that stops answering fails them
+// wrapping store.ErrUnavailable.
 type Records struct {
-	st   *blobstore.Store
+	st   store.DetachedRecords
 	eval string
 }
 
 // NewRecords returns the records of eval's detached runs in st.
-func NewRecords(st *blobstore.Store, eval string) *Records {
+func NewRecords(st store.DetachedRecords, eval string) *Records {
 	return &Records{st: st, eval: eval}
 }
 
 // Where says where the records of id are, for people.
-func (r *Records) Where(id string) string { return r.st.URLOf(r.key(id, "")) }
+func (r *Records) Where(id string) string { return r.st.DetachedWhere(r.eval, id, "") }
 
-func (r *Records) key(id, name string) string {
-	k := r.st.EvalKey(r.eval, "detached/")
-	if id != "" {
-		k += id + "/"
-	}
-	return k + name
-}
+func (r *Records) where(id, name string) string { return r.st.DetachedWhere(r.eval, id, name) }
 
 const (
 	statusName = "status.json"
@@ -213,8 +205,8 @@ func (r *Records) WriteStatus(ctx context.Context, s Status) error {
 	if err != nil {
 		return err
 	}
-	if err := r.st.WriteObject(ctx, r.key(s.ID, statusName), append(data, '\n'), &blob.WriterOptions{ContentType: "application/json", CacheControl: "no-store"}); err != nil {
-		return fmt.Errorf("writing %s: %w", r.st.URLOf(r.key(s.ID, statusName)), err)
+	if err := r.st.PutDetached(ctx, r.eval, s.ID, statusName, append(data, '\n')); err != nil {
+		return fmt.Errorf("writing %s: %w", r.where(s.ID, statusName), err)
 	}
 	return nil
 }
@@ -226,37 +218,37 @@ var ErrNotFound = errors.New("no such detached run")
 // ReadStatus reads id's status.
 func (r *Records) ReadStatus(ctx context.Context, id string) (Status, error) {
 	var s Status
-	data, err := r.read(ctx, r.key(id, statusName), maxStatus)
+	data, err := r.read(ctx, id, statusName, maxStatus)
 	if err != nil {
 		return s, err
 	}
 	if err := json.Unmarshal(data, &s); err != nil {
-		return s, fmt.Errorf("%s: damaged: %v", r.st.URLOf(r.key(id, statusName)), err)
+		return s, fmt.Errorf("%s: damaged: %v", r.where(id, statusName), err)
 	}
 	if s.Kind != StatusKind {
-		return s, fmt.Errorf("%s: not a detached run's status (kind %q)", r.st.URLOf(r.key(id, statusName)), s.Kind)
+		return s, fmt.Errorf("%s: not a detached run's status (kind %q)", r.where(id, statusName), s.Kind)
 	}
 	return s, nil
 }
 
-func (r *Records) read(ctx context.Context, key string, limit int64) ([]byte, error) {
-	data, err := r.st.ReadObject(ctx, key, limit)
+func (r *Records) read(ctx context.Context, id, name string, limit int64) ([]byte, error) {
+	data, err := r.st.GetDetached(ctx, r.eval, id, name, limit)
 	if err != nil {
-		if gcerrors.Code(err) == gcerrors.NotFound {
-			return nil, fmt.Errorf("%s: %w", r.st.URLOf(key), ErrNotFound)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, fmt.Errorf("%s: %w", r.where(id, name), ErrNotFound)
 		}
-		return nil, fmt.Errorf("reading %s: %w", r.st.URLOf(key), err)
+		return nil, fmt.Errorf("reading %s: %w", r.where(id, name), err)
 	}
 	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", r.st.URLOf(key), limit)
+		return nil, fmt.Errorf("%s is larger than %d bytes", r.where(id, name), limit)
 	}
 	return data, nil
 }
 
 // WriteLog replaces id's log.
 func (r *Records) WriteLog(ctx context.Context, id string, data []byte) error {
-	if err := r.st.WriteObject(ctx, r.key(id, logName), data, &blob.WriterOptions{ContentType: "text/plain; charset=utf-8", CacheControl: "no-store"}); err != nil {
-		return fmt.Errorf("writing %s: %w", r.st.URLOf(r.key(id, logName)), err)
+	if err := r.st.PutDetached(ctx, r.eval, id, logName, data); err != nil {
+		return fmt.Errorf("writing %s: %w", r.where(id, logName), err)
 	}
 	return nil
 }
@@ -266,31 +258,25 @@ const maxLog = 256 << 20
 
 // ReadLog reads id's log as last uploaded.
 func (r *Records) ReadLog(ctx context.Context, id string) ([]byte, error) {
-	return r.read(ctx, r.key(id, logName), maxLog)
+	return r.read(ctx, id, logName, maxLog)
 }
 
 // Cancel writes id's cancel marker.
 func (r *Records) Cancel(ctx context.Context, id string, by string) error {
-	return r.st.WriteObject(ctx, r.key(id, cancelName), []byte(by+"\n"), nil)
+	return r.st.PutDetached(ctx, r.eval, id, cancelName, []byte(by+"\n"))
 }
 
 // Cancelled says whether id's cancel marker is there.
 func (r *Records) Cancelled(ctx context.Context, id string) (bool, error) {
-	return r.st.ObjectExists(ctx, r.key(id, cancelName))
+	return r.st.HasDetached(ctx, r.eval, id, cancelName)
 }
 
 // List reads the status of every detached run of the eval, newest first.
 // A record that cannot be read is returned in bad, by id.
 func (r *Records) List(ctx context.Context) (list []Status, bad map[string]error, err error) {
-	var ids []string
-	err = r.st.ListObjects(ctx, &blob.ListOptions{Prefix: r.key("", ""), Delimiter: "/"}, func(obj *blob.ListObject) error {
-		if obj.IsDir {
-			ids = append(ids, strings.TrimSuffix(strings.TrimPrefix(obj.Key, r.key("", "")), "/"))
-		}
-		return nil
-	})
+	ids, err := r.st.DetachedIDs(ctx, r.eval)
 	if err != nil {
-		return nil, nil, fmt.Errorf("listing %s: %w", r.st.URLOf(r.key("", "")), err)
+		return nil, nil, fmt.Errorf("listing %s: %w", r.where("", ""), err)
 	}
 	for _, id := range ids {
 		s, err := r.ReadStatus(ctx, id)
@@ -318,7 +304,7 @@ func (r *Records) Resolve(ctx context.Context, ref string) (string, error) {
 	if ref == "" || strings.ContainsAny(ref, `/\`) {
 		return "", fmt.Errorf("%q is not a detached run's id: give its id, or its last six characters, as mst runs list shows them", ref)
 	}
-	if ok, err := r.st.ObjectExists(ctx, r.key(ref, statusName)); err != nil {
+	if ok, err := r.st.HasDetached(ctx, r.eval, ref, statusName); err != nil {
 		return "", err
 	} else if ok {
 		return ref, nil
@@ -350,7 +336,7 @@ func (r *Records) Resolve(ctx context.Context, ref string) (string, error) {
 		if len(ref) < 6 {
 			hint = "give at least its last six characters; " + hint
 		}
-		return "", fmt.Errorf("%s holds no detached run %s (%s): %w", r.st.URLOf(r.key("", "")), ref, hint, ErrNotFound)
+		return "", fmt.Errorf("%s holds no detached run %s (%s): %w", r.where("", ""), ref, hint, ErrNotFound)
 	default:
 		slices.Sort(found)
 		return "", fmt.Errorf("%s names %d detached runs (%s): give more of the id", ref, len(found), strings.Join(found, ", "))
