@@ -365,3 +365,16 @@ func TestJudgeParseErrors(t *testing.T) {
 		}
 	}
 }
+
+// RubricText gives each built-in rubric's text, as docs/grading.md says,
+// and nothing for a name that is not one.
+func TestRubricText(t *testing.T) {
+	for _, name := range rubricNames() {
+		if text := RubricText(name); text == "" || text != strings.TrimSpace(text) {
+			t.Errorf("RubricText(%q) = %q; want the rubric's text, trimmed", name, text)
+		}
+	}
+	if text := RubricText("no-such-rubric"); text != "" {
+		t.Errorf("RubricText of an unknown name = %q; want none", text)
+	}
+}

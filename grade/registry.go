@@ -62,16 +62,6 @@ func (r *Registry) ensure() {
 	})
 }
 
-// NewRegistry returns a registry of defs. A duplicate name, a name that
-// is a built-in grader's, or a definition without New panics.
-func NewRegistry(defs ...*Definition) *Registry {
-	r := &Registry{defs: map[string]*Definition{}}
-	for _, d := range defs {
-		r.Add(d)
-	}
-	return r
-}
-
 // Add registers d.
 func (r *Registry) Add(d *Definition) {
 	if _, dup := r.defs[d.Name]; dup || contains(graderNames(), d.Name) {

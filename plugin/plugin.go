@@ -110,13 +110,3 @@ func SplitName(full string) (namespace, kind, name string, ok bool) {
 	}
 	return parts[0], parts[1], parts[2], true
 }
-
-// Namespace returns the namespace of a full name, "" for a name that is
-// not one.
-func Namespace(full string) string {
-	ns, _, _, ok := SplitName(full)
-	if !ok {
-		return ""
-	}
-	return ns
-}

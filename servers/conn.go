@@ -427,7 +427,7 @@ func CheckOverrides(s Server, listed []*mcp.Tool) error {
 		name := t.Name
 		if o.Name != "" {
 			if !toolNameRE.MatchString(o.Name) {
-				return fmt.Errorf("server %s: tools.%s.name %q is not a valid MCP tool name: use 1 to 128 letters, digits, _, - or .", s.Name, t.Name, o.Name)
+				return fmt.Errorf("server %s: tools.%s.name %q is not a valid MCP tool name: use 1 to 128 of letters, digits, '_', '-' and '.'", s.Name, t.Name, o.Name)
 			}
 			name = o.Name
 		}

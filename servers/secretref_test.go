@@ -17,12 +17,12 @@ func TestResolveSecretRefs(t *testing.T) {
 	s := servers.Server{Name: "srv",
 		Env:     map[string]string{"GITHUB_TOKEN": "${secret:GH}", "BOTH": "a=${secret:GH};b=${secret:B}", "PLAIN": "$HOME ${other} $${secret:"},
 		Headers: map[string]string{"Authorization": "Bearer ${secret:B}"}}
-	refs, err := s.SecretRefs()
+	_, err := s.SecretRefs()
 	if err == nil {
 		t.Fatalf("SecretRefs accepted a stray ${secret")
 	}
 	s.Env["PLAIN"] = "$HOME ${other} ${secretive}"
-	refs, err = s.SecretRefs()
+	refs, err := s.SecretRefs()
 	if err != nil || len(refs) != 4 {
 		t.Fatalf("SecretRefs = %v, %v; want 4 references", refs, err)
 	}

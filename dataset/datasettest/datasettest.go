@@ -150,6 +150,7 @@ func (c *checker) env(name string) (string, bool) {
 func (c *checker) call(ctx context.Context, options json.RawMessage) (cases []dataset.Case, err error) {
 	defer func() {
 		if v := recover(); v != nil {
+			//lint:ignore ST1005 Load is the method's name
 			cases, err = nil, fmt.Errorf("Load panicked: %v", v)
 		}
 	}()

@@ -126,6 +126,7 @@ func TestBroken(t *testing.T) {
 		}), "returned an empty error"},
 		{"panics", with(func(load func(context.Context, dataset.SourceParams) ([]dataset.Case, error), ctx context.Context, p dataset.SourceParams) ([]dataset.Case, error) {
 			var m map[string]int
+			//lint:ignore SA5000 the source panics on purpose, as a careless one would
 			m["x"]++
 			return nil, nil
 		}), "Load panicked"},

@@ -139,6 +139,7 @@ func (c *checker) valid(raw json.RawMessage) (bool, error) {
 func (c *checker) newGrader(options json.RawMessage) (g grade.Grader, err error) {
 	defer func() {
 		if v := recover(); v != nil {
+			//lint:ignore ST1005 New is the function's name
 			err = fmt.Errorf("New panicked: %v", v)
 			g = nil
 		}
@@ -277,7 +278,7 @@ type oddTranscript struct {
 // oddTranscripts are variations of t a grader must survive.
 func oddTranscripts(t *transcript.Transcript) []oddTranscript {
 	unicode := clone(t)
-	unicode.Prompt += " — météo 東京 🌧️ ‮rtl‬ \x00"
+	unicode.Prompt += " — météo 東京 🌧️ \u202ertl\u202c \x00"
 	unicode.Answer = "Réponse: 東京は雨 🌧️; Ελληνικά; emoji 👩‍👩‍👧 and a NUL \x00 and \uFFFD"
 	long := clone(t)
 	long.Answer = strings.Repeat("a long answer ", 1<<20/14)

@@ -201,9 +201,6 @@ func Providers() *provider.Registry { return Builtin().Providers() }
 // Runners returns the built-in runners.
 func Runners() *runner.Registry { return Builtin().Runners() }
 
-// CredentialStores returns the built-in credential stores.
-func CredentialStores() *credstore.Registry { return Builtin().CredentialStores() }
-
 // ShardPlugins returns the versions a shard's workers must match: every
 // compiled-in plugin, and the program plugins of namespaces this process
 // has (shard.PluginVersions).

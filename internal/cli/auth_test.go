@@ -39,12 +39,11 @@ func testBrowser() int {
 // authEnv is an authorization server with its MCP server, an eval config
 // declaring it, and a local credential store in a fresh folder.
 type authEnv struct {
-	srv                  *oauthtest.Server
-	dir, eval, storeDir  string
-	secretsFile          string
-	outputs              []string // every stdout and stderr so far
-	browserEnv           []string
-	clientID, secretName string
+	srv                 *oauthtest.Server
+	dir, eval, storeDir string
+	secretsFile         string
+	outputs             []string // every stdout and stderr so far
+	browserEnv          []string
 }
 
 // newAuthEnv writes an eval config whose server notes is the test MCP

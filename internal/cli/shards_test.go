@@ -467,17 +467,6 @@ func writeTestFile(t *testing.T, dir, name, body string) {
 	}
 }
 
-func readJSONFile(t *testing.T, path string, v any) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-}
-
 func sortedPaths(m map[string]bool) []string {
 	var out []string
 	for k := range m {

@@ -17,7 +17,6 @@ package provider
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 )
 
@@ -118,13 +117,6 @@ type Error struct {
 
 func (e *Error) Error() string {
 	return fmt.Sprintf("%s: HTTP %d: %s", e.Provider, e.Status, e.Message)
-}
-
-// IsError reports whether err came from a provider (as opposed to the
-// network or the caller's context).
-func IsError(err error) bool {
-	var pe *Error
-	return errors.As(err, &pe)
 }
 
 // Options configure a provider built from a model reference.

@@ -59,6 +59,7 @@ func simulateCoverage(s coverageScenario, reps int) coverageResult {
 		for i := range cells {
 			q := s.rate
 			switch s.correlation {
+			case independent:
 			case moderate:
 				q = betaSample(rng, 2*s.rate, 2*(1-s.rate))
 			case whole:

@@ -6,7 +6,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"unicode/utf8"
 
 	"github.com/mst-eval/mst/grade"
@@ -61,10 +60,6 @@ func (e *errWriter) Write(p []byte) (int, error) {
 		e.err = fmt.Errorf("writing report: %w", err)
 	}
 	return n, nil
-}
-
-func newTable(w io.Writer) *tabwriter.Writer {
-	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 }
 
 func (r Report) writeHeader(w io.Writer, width int) {

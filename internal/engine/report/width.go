@@ -181,7 +181,6 @@ func Wrap(s string, width int, indent string) string {
 		}
 		if len(line) > 0 {
 			lines = append(lines, string(line))
-			line = line[:0:0]
 		}
 		line = word
 	}

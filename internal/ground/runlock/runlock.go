@@ -87,16 +87,21 @@ func Acquire(path string, owner Owner) (*Lock, error) {
 		o, _ := readOwner(path)
 		return nil, &BusyError{Path: path, Owner: o}
 	}
-	b, _ := json.Marshal(owner)
-	if err := f.Truncate(0); err == nil {
+	// The owner record is what tells the next comer who holds the lock;
+	// a lock whose record could not be written is let go.
+	b, err := json.Marshal(owner)
+	if err == nil {
+		err = f.Truncate(0)
+	}
+	if err == nil {
 		_, err = f.WriteAt(append(b, '\n'), 0)
-		if err == nil {
-			err = f.Sync()
-		}
+	}
+	if err == nil {
+		err = f.Sync()
 	}
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("locking %s: %w", path, err)
+		return nil, fmt.Errorf("locking %s: writing its owner: %w", path, err)
 	}
 	return &Lock{f: f}, nil
 }

@@ -14,6 +14,7 @@ const module = "github.com/mst-eval/mst/"
 // pkg is what go list says of one package.
 type pkg struct {
 	ImportPath string
+	Name       string   // the package clause: main for a command
 	Deps       []string // every package it depends on, transitively
 	Imports    []string // the packages it imports directly
 }
@@ -22,7 +23,7 @@ type pkg struct {
 // command, as a build sees them (tests excluded).
 func load(t *testing.T) map[string]pkg {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-json=ImportPath,Deps,Imports", "../../../...")
+	cmd := exec.Command("go", "list", "-json=ImportPath,Name,Deps,Imports", "../../../...")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

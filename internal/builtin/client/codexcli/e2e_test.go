@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -186,40 +185,6 @@ func TestClientFails(t *testing.T) {
 	if res.Outcome.Status != transcript.Errored || res.Outcome.Cause != transcript.CauseClient || !strings.Contains(res.Outcome.Detail, "no-such-flag-for-mst") {
 		t.Errorf("outcome = %+v, want errored (client) with the CLI's complaint", res.Outcome)
 	}
-}
-
-// leftovers lists the processes in pid's process group, or whose
-// environment names home or holds marker.
-func leftovers(pid int, home, marker string) []string {
-	entries, _ := os.ReadDir("/proc")
-	var out []string
-	for _, e := range entries {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil || n == os.Getpid() {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// Fields after the command's closing parenthesis: state ppid pgrp.
-		var pgrp int
-		if i := bytes.LastIndexByte(stat, ')'); i >= 0 {
-			f := strings.Fields(string(stat[i+1:]))
-			if len(f) > 2 {
-				pgrp, _ = strconv.Atoi(f[2])
-			}
-			if len(f) > 0 && f[0] == "Z" {
-				continue
-			}
-		}
-		env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if pgrp == pid || bytes.Contains(env, []byte("CODEX_HOME="+home)) || bytes.Contains(env, []byte(marker)) {
-			cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-			out = append(out, fmt.Sprintf("%d %s", n, bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})))
-		}
-	}
-	return out
 }
 
 // TestToolOverrides: a variant with tool overrides fails at Open.

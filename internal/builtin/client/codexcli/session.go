@@ -245,7 +245,6 @@ type parser struct {
 	usage      transcript.Usage
 	threadID   string
 	warnings   []string
-	errors     []string
 	apiError   string
 	// waiting is what the CLI waits on after its last event (waitingAfter).
 	waiting   string

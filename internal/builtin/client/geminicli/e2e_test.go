@@ -1,7 +1,6 @@
 package geminicli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -186,51 +184,6 @@ func TestClientFails(t *testing.T) {
 	if res.Outcome.Status != transcript.Errored || res.Outcome.Cause != transcript.CauseClient || !strings.Contains(res.Outcome.Detail, "bogus-flag-for-mst") {
 		t.Errorf("outcome = %+v, want errored (client) with the CLI's complaint", res.Outcome)
 	}
-}
-
-// deadlineCtx reports a cancellation of its context as the deadline
-// passing, as a trial's timeout does.
-type deadlineCtx struct{ context.Context }
-
-func (c deadlineCtx) Err() error {
-	if c.Context.Err() != nil {
-		return context.DeadlineExceeded
-	}
-	return nil
-}
-
-// leftovers lists the processes in pid's process group, or whose
-// environment names the session folder or holds marker.
-func leftovers(pid int, dir, marker string) []string {
-	entries, _ := os.ReadDir("/proc")
-	var out []string
-	for _, e := range entries {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil || n == os.Getpid() {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// Fields after the command's closing parenthesis: state ppid pgrp.
-		var pgrp int
-		if i := bytes.LastIndexByte(stat, ')'); i >= 0 {
-			f := strings.Fields(string(stat[i+1:]))
-			if len(f) > 2 {
-				pgrp, _ = strconv.Atoi(f[2])
-			}
-			if len(f) > 0 && f[0] == "Z" {
-				continue
-			}
-		}
-		env, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if pgrp == pid || bytes.Contains(env, []byte("HOME="+dir)) || bytes.Contains(env, []byte(marker)) {
-			cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-			out = append(out, fmt.Sprintf("%d %s", n, bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})))
-		}
-	}
-	return out
 }
 
 // TestToolOverrides: a variant with tool overrides fails at Open.

@@ -212,6 +212,7 @@ func TestPromptUnderLoad(t *testing.T) {
 				select {
 				case <-stop:
 					return
+				//lint:ignore SA5004 the loop spins on purpose: it loads the CPU
 				default:
 				}
 			}

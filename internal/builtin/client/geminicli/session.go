@@ -96,10 +96,9 @@ func (s *session) Run(ctx context.Context, t client.Trial) (client.Result, error
 			return client.Result{}, fmt.Errorf("gemini-cli: creating the trial folder: %w", err)
 		}
 	}
-	srvs, settings := s.params.Servers, s.settings
+	settings := s.settings
 	if t.Servers != nil {
-		srvs = s.params.TrialServers(t)
-		if settings, err = settingsJSON(srvs, s.opts.RequestMaxAttempts, coreTools(s.opts.BuiltinTools)); err != nil {
+		if settings, err = settingsJSON(s.params.TrialServers(t), s.opts.RequestMaxAttempts, coreTools(s.opts.BuiltinTools)); err != nil {
 			return client.Result{}, fmt.Errorf("gemini-cli: %w", err)
 		}
 	}
@@ -296,14 +295,11 @@ func (w *mcpWatch) check() string {
 	w.offset += int64(len(b))
 	w.buf = append(w.buf, b...)
 	// Keep only complete lines for later, bounded.
-	text := w.buf
+	var text []byte
 	if i := bytes.LastIndexByte(w.buf, '\n'); i >= 0 {
 		text, w.buf = w.buf[:i+1], append([]byte(nil), w.buf[i+1:]...)
-	} else {
-		text = nil
-		if len(w.buf) > 1<<20 {
-			w.buf = nil
-		}
+	} else if len(w.buf) > 1<<20 {
+		w.buf = nil
 	}
 	if m := mcpFailedRE.FindSubmatch(text); m != nil {
 		why := strings.TrimSpace(string(m[2]))

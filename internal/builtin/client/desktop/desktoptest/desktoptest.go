@@ -162,9 +162,6 @@ type Proc struct {
 // Done is closed when the program has exited.
 func (p *Proc) Done() <-chan struct{} { return p.done }
 
-// Err is how the program ended, once Done is closed.
-func (p *Proc) Err() error { <-p.done; return p.err }
-
 // Launch starts a program in the session (argv[0] a path or a name on
 // PATH) with extra environment; it is stopped with its process group
 // when t ends, if it is still running.

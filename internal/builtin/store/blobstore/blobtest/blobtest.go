@@ -125,10 +125,6 @@ func (g *GCS) Host() string { return g.host }
 // MST) at the emulator: STORAGE_EMULATOR_HOST.
 func (g *GCS) Env() []string { return []string{"STORAGE_EMULATOR_HOST=" + g.host} }
 
-// Server is the emulator itself, for a test that looks at or changes its
-// objects behind the client's back.
-func (g *GCS) Server() *fakestorage.Server { return g.srv }
-
 // NewBucket makes an empty bucket and returns its name.
 func (g *GCS) NewBucket(t testing.TB) string {
 	t.Helper()
@@ -229,10 +225,6 @@ func ProfileEnv(dir string) ([]string, error) {
 
 // URL is the emulator's endpoint, http://HOST:PORT.
 func (s *S3) URL() string { return s.url }
-
-// Backend is the emulator's storage, for a test that looks at or changes
-// its objects behind the client's back.
-func (s *S3) Backend() *s3mem.Backend { return s.backend }
 
 // NewBucket makes an empty bucket and returns its name.
 func (s *S3) NewBucket(t testing.TB) string {
