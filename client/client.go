@@ -1,17 +1,28 @@
-// Package client is the contract every client implements, built-ins
-// included, and the session loop MST runs around it.
+// Package client is the contract every client implements: the built-in
+// ones (under internal/builtin/client, registered by internal/builtin) and
+// those plugins add. It holds what a client gives (Definition, Session),
+// the registry of clients (Registry) and the options every client shares
+// (OptionsSchema); client/clienttest is the conformance suite a client
+// passes. It runs nothing itself: the worker (internal/engine/shard) opens
+// the sessions and runs the trials, on whatever machine the runner gave it.
 //
 // A client is a product a person would name (api, claude-code, codex-cli, …).
 // Its Definition says what it is, what it needs and which options it takes,
 // and provides Open (a long-lived Session), Run (one trial at a time), or
-// both. MST wraps a run-only client in a one-shot session.
+// both. The worker uses Open when it is set, and wraps a run-only client
+// in a one-shot session (a program plugin's clients are run-only).
 //
 // Lifecycle: MST validates the variant's options against Definition.Options
-// when the eval loads; Open is called once per distinct fixed setting
-// (client, model, servers, options) before that setting's first trial; then
-// Session.Run once per trial, in any order, each answered with a Next; Reset
-// when a trial asked for it; Close once at the end, also after a failed Open
-// or a failed trial.
+// when the eval loads. The worker keeps the sessions of each fixed setting
+// (client, model, servers, options) apart and opens one when a trial needs
+// it: a Concurrent client's trials share one session; any other client
+// gets one session per trial in flight, reused by later trials. Then
+// Session.Run once per trial, in any order, each answered with a Next;
+// Reset when the trial asked for it (or Run returned an error, or the
+// trial timed out); a session that said Stop, whose Reset failed, or that
+// did not return from Run soon after its trial's context ended is closed,
+// and the next trial opens a new one. The rest are closed once at the end;
+// a failed Open that returned a session is closed too.
 package client
 
 import (
