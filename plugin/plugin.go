@@ -6,12 +6,13 @@
 //
 //   - A Go plugin is a Go package with a function that returns a Plugin.
 //     It is compiled into a build of mst of its own, made with
-//     `mst build --with MODULE` (or a ten-line main that calls
+//     `mst build --with MODULE` (or a short main that calls
 //     mstcmd.Main). It can add every kind.
 //   - A program plugin is an executable named mst-plugin-NAMESPACE, in
 //     any language, that MST finds on MST_PLUGIN_PATH and talks to over
 //     its stdin and stdout with the mst.plugin/v1 protocol (protocol.go).
-//     It can add dataset sources and graders.
+//     It can add clients (one trial at a time, behind MST's proxies),
+//     dataset sources and graders.
 //
 // Every kind a plugin adds is named NAMESPACE/KIND/NAME
 // (acme/runner/cloud-vm, acme/grader/sql-result), so two plugins never take

@@ -1,6 +1,8 @@
-// Package clienttest is the conformance suite of MST's clients: every
-// built-in client's package calls Run from a test, and a custom client
-// should too. Like runner/runnertest it checks the contract of the
+// Package clienttest is the conformance suite of MST's clients: the api
+// client's and each CLI client's package calls Run from a test (the
+// desktop apps, which no fake provider reaches, have their own suite in
+// internal/builtin/client/desktop/desktoptest), and a custom client
+// should call it too. Like runner/runnertest it checks the contract of the
 // extension point (client.Definition, client.Session) rather than one
 // implementation.
 //

@@ -32,8 +32,8 @@ import (
 
 // Parts are the registries of one mst process: the built-ins and what its
 // plugins add, each under its full name (acme/runner/cloud-vm). Program
-// plugins are started only by Graders and Sources, the two kinds they can
-// add. Its methods may be called from any goroutine.
+// plugins are started only by Clients, Graders and Sources, the kinds they
+// can add. Its methods may be called from any goroutine.
 type Parts struct {
 	Plugins *plugin.Installed
 

@@ -1,7 +1,7 @@
 // Package provider is how the api client and the judges talk to a model: one
 // small interface, Provider, with an implementation per wire format
-// (provider/anthropic, provider/openai) and a built-in offline model
-// (internal/builtin/provider/offline) for demos and tests.
+// (internal/builtin/provider/anthropic, openai and google) and a built-in
+// offline model (internal/builtin/provider/offline) for demos and tests.
 //
 // A Provider turns one Request (the conversation so far and the tools on
 // offer) into one Response (text, tool calls, or both). It keeps no state
