@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -136,377 +135,35 @@ type ShardResult struct {
 // answers each need-tokens message through c.TokenSource, from a goroutine
 // of its own.
 func (c *Coordinator) Serve(ctx context.Context, shard int, in io.Reader, out io.Writer, fetch Fetch) (ShardResult, error) {
-	var res ShardResult
-	logger := c.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
 	if c.TokenSource != nil && c.Secrets == nil {
-		return res, errors.New("shard: a coordinator with a token source needs Secrets, to redact the tokens it hands out")
+		return ShardResult{}, errors.New("shard: a coordinator with a token source needs Secrets, to redact the tokens it hands out")
 	}
-	var bundle *Bundle
-	for _, b := range c.Bundles {
-		if b != nil && b.Shard == shard {
-			bundle = b
-		}
-	}
-	grading := bundle != nil && bundle.Work == WorkGrade // a grade shard: it reports graded, never trial
-	// What the worker asked for and reported, to refuse reports that were
-	// never granted, come twice or name a trial of another shard. trials
-	// and acquired belong to this loop; granted is written by the
-	// goroutines that wait for room, under heldMu. Each holds an acquire
-	// only until its trial is reported, so what grows with the shard's
-	// trials is trials alone (trialset.go).
-	trials := newTrialSet(bundle)
-	acquired := map[int64]transcript.Key{} // acquires read, until their trial
-	granted := map[int64]bool{}            // acquires answered with granted, until their trial
-	// Tool calls under limits.serverCalls: calls holds the phase of every
-	// call ID read (this loop's), heldCalls the places of granted calls not
-	// given back yet (under heldMu). used are the servers the shard's
-	// variants use; nil when the coordinator has no bundle for the shard.
-	calls := map[int64]callPhase{}
-	heldCalls := map[int64]*semaphore{}
-	used := bundleServers(bundle)
-	enc := protocol.NewEncoder(out)
-	msgs := make(chan any)
-	errc := make(chan error, 1)
+	s := c.newShardSession(shard, out)
 	stop := make(chan struct{})
 	defer close(stop)
-	go func() {
-		dec := protocol.NewDecoder(in)
-		for {
-			m, err := dec.Read()
-			if err != nil {
-				errc <- err
-				return
-			}
-			select {
-			case msgs <- m:
-			case <-stop:
-				return
-			}
-		}
-	}()
-	silence := c.Silence
-	if silence <= 0 {
-		silence = 60 * time.Second
-	}
-	timer := time.NewTimer(silence)
-	defer timer.Stop()
-	held := map[int64][]*semaphore{}
-	var heldMu sync.Mutex
-	closed := false // set when Serve returns; late grants give their room back
-	release := func(id int64) {
-		heldMu.Lock()
-		sems := held[id]
-		delete(held, id)
-		heldMu.Unlock()
-		for _, s := range sems {
-			s.release()
-		}
-	}
-	wasGranted := func(id int64) bool {
-		heldMu.Lock()
-		defer heldMu.Unlock()
-		return granted[id]
-	}
-	// forget drops what is kept of an acquire whose trial was reported.
-	forget := func(id int64) {
-		heldMu.Lock()
-		delete(granted, id)
-		heldMu.Unlock()
-	}
-	defer func() {
-		heldMu.Lock()
-		closed = true
-		ids := make([]int64, 0, len(held))
-		for id := range held {
-			ids = append(ids, id)
-		}
-		var callSems []*semaphore
-		for id, sem := range heldCalls {
-			callSems = append(callSems, sem)
-			delete(heldCalls, id)
-		}
-		heldMu.Unlock()
-		for _, id := range ids {
-			release(id)
-		}
-		// A worker that ended holding call places (lost, failed or done)
-		// gives them back.
-		for _, sem := range callSems {
-			if sem != nil {
-				sem.release()
-			}
-		}
-	}()
-	grantCtx, stopGrants := context.WithCancel(context.WithoutCancel(ctx))
+	msgs, errc := readMessages(in, stop)
+	defer s.close()
+	var stopGrants, stopTokens context.CancelFunc
+	s.grantCtx, stopGrants = context.WithCancel(context.WithoutCancel(ctx))
 	defer stopGrants()
-	tokenCtx, stopTokens := context.WithCancel(ctx)
+	s.tokenCtx, stopTokens = context.WithCancel(ctx)
 	defer stopTokens()
-	// Copies back run beside this loop; Serve returns once they are done,
-	// so every trial reported before the end is delivered.
-	var copies *copier
-	var copiesFailed <-chan struct{}
+	// Copies back run beside the session's read loop; Serve returns once
+	// they are done, so every trial reported before the end is delivered.
 	if fetch != nil {
-		copies = newCopier(ctx, c, fetch, logger, shard)
-		defer copies.wait()
-		copiesFailed = copies.failed
+		s.copies = newCopier(ctx, c, fetch, s.logger, shard)
+		defer s.copies.wait()
 	}
-	done := ctx.Done()
-	for {
-		select {
-		case <-done:
-			done = nil
-			enc.Write(&protocol.Cancel{Reason: "the run was interrupted"})
-		case <-copiesFailed:
-			enc.Write(&protocol.Cancel{Reason: "the coordinator cannot copy this worker's files back"})
-			return res, fmt.Errorf("shard %d: %d files in a row could not be copied back from the worker's machine (see the warnings above), so the shard was stopped: its remaining trials stay missing, and a resume runs them", shard, CopyFailureLimit)
-		case <-timer.C:
-			return res, fmt.Errorf("shard %d: %w: the worker sent nothing for %s", shard, ErrWorkerLost, silence)
-		case err := <-errc:
-			if errors.Is(err, io.EOF) {
-				return res, fmt.Errorf("shard %d: %w: its channel closed before it said done", shard, ErrWorkerLost)
-			}
-			if errors.Is(err, protocol.ErrBadLine) || errors.Is(err, protocol.ErrUnknownMessage) {
-				// The channel works, but what the worker wrote is not the
-				// protocol: the worker failed, it was not lost.
-				return res, fmt.Errorf("shard %d: the worker wrote a line that is not %s (its stdout carries protocol lines only; logs belong on stderr): %w", shard, protocol.Protocol, err)
-			}
-			return res, fmt.Errorf("shard %d: %w: %w", shard, ErrWorkerLost, err)
-		case m := <-msgs:
-			timer.Reset(silence)
-			switch m := m.(type) {
-			case *protocol.Hello:
-				if res.Hello != nil {
-					logger.Warn("refused a second hello from the worker; the first one stands", "shard", shard)
-					continue
-				}
-				if m.Protocol != protocol.Protocol || m.MSTVersion != c.MSTVersion {
-					enc.Write(&protocol.Cancel{Reason: ReasonVersionMismatch})
-					return res, fmt.Errorf("shard %d: the worker runs %s with MST %s, the coordinator %s with MST %s: install the same MST on the worker machine",
-						shard, m.Protocol, m.MSTVersion, protocol.Protocol, c.MSTVersion)
-				}
-				res.Hello = m
-				// (Without the shard's bundle there is nothing to compare
-				// the worker's plugins with.)
-				if err := checkPlugins(bundle, m.Plugins); err != nil {
-					enc.Write(&protocol.Cancel{Reason: ReasonVersionMismatch})
-					return res, fmt.Errorf("shard %d: the worker does not run the coordinator's plugins (%s): install the same plugins, at the same versions, on the worker machine, or use the same mst build there; no trial ran", shard, err)
-				}
-				if c.CheckHello != nil {
-					if err := c.CheckHello(bundle, m); err != nil {
-						enc.Write(&protocol.Cancel{Reason: ReasonRefused})
-						return res, fmt.Errorf("shard %d: the worker's machine (%s/%s) cannot run this shard, no trial ran:\n%w", shard, m.OS, m.Arch, err)
-					}
-				}
-				values := map[string]string{}
-				if c.Secrets != nil {
-					values = c.Secrets.Env()
-				}
-				if err := enc.Write(&protocol.Tokens{Values: values}); err != nil {
-					return res, fmt.Errorf("shard %d: %w: sending tokens: %v", shard, ErrWorkerLost, err)
-				}
-			case *protocol.Acquire:
-				if res.Hello == nil {
-					return res, fmt.Errorf("shard %d: the worker sent acquire before hello", shard)
-				}
-				if why := refuseAcquire(m, acquired, trials, shard); why != "" {
-					logger.Warn("refused an acquire: "+why, "shard", shard, "trial", clip(m.Key.String()), "acquire", m.ID)
-					if _, dup := acquired[m.ID]; !dup && m.ID > 0 {
-						// Answered, so the worker does not wait for it; the
-						// trial it reports for it is refused in turn.
-						enc.Write(&protocol.Granted{ID: m.ID, Skip: "refused by the coordinator: " + why})
-					}
-					continue
-				}
-				acquired[m.ID] = m.Key
-				trials.mark(m.Key, trialTaken)
-				if c.Gate != nil {
-					if skip := c.Gate.Admit(m.Key); skip != "" {
-						heldMu.Lock()
-						granted[m.ID] = true
-						heldMu.Unlock()
-						enc.Write(&protocol.Granted{ID: m.ID, Skip: skip})
-						continue
-					}
-				}
-				go func() {
-					sems, err := c.Limits.acquire(grantCtx, m.Providers, m.Servers)
-					if err != nil {
-						return
-					}
-					skip := ""
-					if c.Gate != nil {
-						skip = c.Gate.Admit(m.Key)
-					}
-					heldMu.Lock()
-					if ended := closed; ended || skip != "" {
-						heldMu.Unlock()
-						for _, s := range sems {
-							s.release()
-						}
-						if !ended {
-							heldMu.Lock()
-							granted[m.ID] = true
-							heldMu.Unlock()
-							enc.Write(&protocol.Granted{ID: m.ID, Skip: skip})
-						}
-						return
-					}
-					held[m.ID] = sems
-					granted[m.ID] = true
-					heldMu.Unlock()
-					enc.Write(&protocol.Granted{ID: m.ID})
-				}()
-			case *protocol.AcquireCall:
-				if res.Hello == nil {
-					return res, fmt.Errorf("shard %d: the worker sent acquire-call before hello", shard)
-				}
-				if _, seen := calls[m.ID]; seen || m.ID <= 0 {
-					logger.Warn("refused a call acquire: its id is not a positive number or was used before in this shard; it is not answered", "shard", shard, "call", m.ID, "server", clip(m.Server))
-					continue
-				}
-				if used != nil && !used[m.Server] {
-					calls[m.ID] = callRefused
-					why := fmt.Sprintf("shard %d's variants do not use server %q", shard, clip(m.Server))
-					logger.Warn("refused a call acquire: "+why, "shard", shard, "call", m.ID)
-					// Answered, so the worker does not wait for it.
-					enc.Write(&protocol.CallGranted{ID: m.ID, Refused: "refused by the coordinator: " + why})
-					continue
-				}
-				calls[m.ID] = callWaiting
-				go func() {
-					sem, err := c.Limits.acquireCall(grantCtx, m.Server)
-					if err != nil {
-						return
-					}
-					heldMu.Lock()
-					if closed {
-						heldMu.Unlock()
-						if sem != nil {
-							sem.release()
-						}
-						return
-					}
-					heldCalls[m.ID] = sem
-					heldMu.Unlock()
-					enc.Write(&protocol.CallGranted{ID: m.ID})
-				}()
-			case *protocol.ReleaseCall:
-				heldMu.Lock()
-				sem, ok := heldCalls[m.ID]
-				delete(heldCalls, m.ID)
-				heldMu.Unlock()
-				if !ok {
-					logger.Warn("refused a call release: "+refuseRelease(calls, m.ID)+"; no place is given back", "shard", shard, "call", m.ID)
-					continue
-				}
-				calls[m.ID] = callReleased
-				if sem != nil {
-					sem.release()
-				}
-			case *protocol.Trial:
-				wasGranted := wasGranted(m.Acquire)
-				why := refuseTrial(m, acquired, wasGranted, trials, shard)
-				if grading {
-					why = fmt.Sprintf("shard %d grades; it runs no trial", shard)
-				}
-				if why != "" {
-					// Nothing is fetched or stored: the trial stays
-					// missing, and a resume runs it again.
-					logger.Warn("refused a trial report: "+why, "shard", shard, "trial", clip(m.Key.String()), "acquire", m.Acquire)
-					continue
-				}
-				delete(acquired, m.Acquire)
-				forget(m.Acquire)
-				trials.mark(m.Key, trialReported)
-				if r, ok := c.Events.(Reporter); ok {
-					r.Reported(shard, m)
-				}
-				release(m.Acquire)
-				if m.Path == "" {
-					logger.Warn("the worker could not store a trial's transcript; it stays missing", "shard", shard, "trial", m.Key.String())
-					continue
-				}
-				if !safePath(m.Path, "transcripts/") {
-					// A path that may leave the worker's results (.., /, a
-					// drive, a backslash) is never fetched: the worker is
-					// not trusted with the coordinator's reach into its
-					// machine.
-					logger.Warn("the worker named a transcript outside its results; the trial stays missing", "shard", shard, "trial", m.Key.String(), "path", m.Path)
-					continue
-				}
-				if copies != nil {
-					copies.add(m.Path, m.Key.String(), func(data []byte) {
-						if c.Events != nil {
-							c.Events.Trial(shard, m, data)
-						}
-					})
-				} else if c.Events != nil {
-					c.Events.Trial(shard, m, nil)
-				}
-			case *protocol.Graded:
-				wasGranted := wasGranted(m.Acquire)
-				why := refuseTrial(&protocol.Trial{Acquire: m.Acquire, Key: m.Key}, acquired, wasGranted, trials, shard)
-				if bundle != nil && !grading {
-					why = fmt.Sprintf("shard %d runs trials; it grades none", shard)
-				}
-				if why != "" {
-					// Nothing is fetched or stored: the trial stays
-					// ungraded, and mst grade --resume grades it.
-					logger.Warn("refused a grade report: "+why, "shard", shard, "trial", clip(m.Key.String()), "acquire", m.Acquire)
-					continue
-				}
-				delete(acquired, m.Acquire)
-				forget(m.Acquire)
-				trials.mark(m.Key, trialReported)
-				release(m.Acquire)
-				if m.Path == "" {
-					logger.Warn("the worker could not grade a trial; it stays ungraded", "shard", shard, "trial", m.Key.String())
-					continue
-				}
-				if m.Path != GradePath(m.Key) || !safePath(m.Path, "grades/") {
-					// Only the one name a grade of this trial has is
-					// fetched: the worker is not trusted with the
-					// coordinator's reach into its machine.
-					logger.Warn("the worker named a grade file that is not its trial's; the trial stays ungraded", "shard", shard, "trial", m.Key.String(), "path", clip(m.Path))
-					continue
-				}
-				if copies != nil {
-					copies.add(m.Path, m.Key.String(), func(data []byte) {
-						if c.Grades != nil {
-							c.Grades.Graded(shard, m, data)
-						}
-					})
-				} else if c.Grades != nil {
-					c.Grades.Graded(shard, m, nil)
-				}
-			case *protocol.NeedTokens:
-				// A token source may take a while (a refresh over the
-				// network); the worker does not wait for the answer.
-				go c.answerNeedTokens(tokenCtx, shard, enc, m)
-			case *protocol.Heartbeat:
-				// A heartbeat only proves the worker is alive.
-			case *protocol.Done:
-				res.Done = m
-				if m.Error != "" {
-					return res, fmt.Errorf("shard %d: %s", shard, m.Error)
-				}
-				return res, nil
-			default:
-				logger.Warn("unexpected message from worker", "shard", shard, "type", fmt.Sprintf("%T", m))
-			}
-		}
-	}
+	err := s.serve(ctx, msgs, errc)
+	return s.res, err
 }
 
-// callPhase is where a call ID stands, as Serve's loop saw it.
+// callPhase is where a call ID stands, as a session's read loop saw it.
 type callPhase int
 
 const (
 	callUnknown  callPhase = iota // never read
-	callWaiting                   // read, maybe granted since (see heldCalls)
+	callWaiting                   // read, maybe granted since (see shardSession.heldCalls)
 	callRefused                   // answered with a refusal
 	callReleased                  // granted and given back
 )
@@ -639,7 +296,6 @@ func (c *Coordinator) fetch(ctx context.Context, fetch Fetch, path string, logge
 // shard of a run: trials in flight, and (WithServerCalls) tool calls in
 // flight per server.
 type Limiter struct {
-	mu   sync.Mutex
 	sems map[string]*semaphore
 }
 

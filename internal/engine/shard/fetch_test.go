@@ -116,7 +116,7 @@ func TestServeFetchBounded(t *testing.T) {
 			if !ok {
 				d = time.Now().Add(100 * time.Hour)
 			}
-			bounds = append(bounds, d.Sub(time.Now()))
+			bounds = append(bounds, time.Until(d))
 			mu.Unlock()
 			<-ctx.Done()
 			return nil, fmt.Errorf("copying %s back: %w", path, ctx.Err())

@@ -309,7 +309,7 @@ func TestWorkerTokenRefresh(t *testing.T) {
 		}
 
 		// No answer to the next ask: the value goes when it expires.
-		time.Sleep(start.Add(16 * time.Minute).Sub(time.Now()))
+		time.Sleep(time.Until(start.Add(16 * time.Minute)))
 		if diff := cmp.Diff(&protocol.NeedTokens{Names: []string{"DRIVE_TOKEN"}}, p.next(t)); diff != "" {
 			t.Errorf("at 80%% of the fresh token's life (-want +got):\n%s", diff)
 		}

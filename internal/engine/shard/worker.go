@@ -372,9 +372,35 @@ func (r *workerRun) heartbeat(ctx context.Context) {
 // that declares no servers (its client brings its own) is not checked
 // against its graders.
 func (r *workerRun) ready(ctx context.Context) error {
-	// A worker that writes into the run's bucket itself checks first that
-	// its machine's identity may: before any server starts or any prompt
-	// is sent, so a refused identity costs no trial.
+	if err := r.checkResults(ctx); err != nil {
+		return err
+	}
+	plan := r.readinessPlan()
+	if err := r.checkClients(); err != nil {
+		return err
+	}
+	list, err := r.resolveServers(plan.list, r.tokens.env())
+	if err != nil {
+		return fmt.Errorf("readiness check failed, no trial ran:\n%w", err)
+	}
+	list, of, unchecked := r.dropTokenless(ctx, list, plan.of)
+	listed, conns, err := servers.ReadyConns(ctx, list)
+	if err != nil {
+		for _, c := range conns {
+			c.Close()
+		}
+		return fmt.Errorf("readiness check failed, no trial ran:\n%w", err)
+	}
+	// Each stdio server checked here is the first trial's that starts it:
+	// it starts once, not twice.
+	r.keepWarm(list, conns)
+	return plan.checkGraders(listed, of, unchecked)
+}
+
+// checkResults checks, for a worker that writes into the run's bucket
+// itself, that its machine's identity may: before any server starts or
+// any prompt is sent, so a refused identity costs no trial.
+func (r *workerRun) checkResults(ctx context.Context) error {
 	if err := r.w.ResultsError; err != nil {
 		return fmt.Errorf("this worker cannot open the run's store, so no trial ran: %w", err)
 	}
@@ -383,30 +409,45 @@ func (r *workerRun) ready(ctx context.Context) error {
 			return fmt.Errorf("this worker cannot write transcripts into the run's store, so no trial ran: %w", err)
 		}
 	}
-	var (
-		list     []servers.Server
-		of       []string // the variant of each server of list
-		variants []string
-		refs     = map[string][]grade.PlacedRef{}
-	)
+	return nil
+}
+
+// readiness is what the readiness check connects to and checks: the
+// servers of every variant, each once, and what the variants' graders
+// name.
+type readiness struct {
+	list     []servers.Server
+	of       []string // the variant of each server of list
+	variants []string // every variant, in the bundle's order
+	refs     map[string][]grade.PlacedRef
+}
+
+// readinessPlan gathers the servers and grader references of the
+// bundle's variants.
+func (r *workerRun) readinessPlan() *readiness {
+	p := &readiness{refs: map[string][]grade.PlacedRef{}}
 	seen := map[string]bool{}
 	for _, set := range r.b.Settings {
-		if _, ok := refs[set.Variant]; !ok {
-			variants = append(variants, set.Variant)
+		if _, ok := p.refs[set.Variant]; !ok {
+			p.variants = append(p.variants, set.Variant)
 		}
-		refs[set.Variant] = append(refs[set.Variant], set.GraderRefs...)
+		p.refs[set.Variant] = append(p.refs[set.Variant], set.GraderRefs...)
 		for _, s := range set.Servers {
 			// A variant's case settings share its servers: check each once.
 			id := set.Variant + "\x00" + s.Name
 			if !seen[id] {
 				seen[id] = true
-				list = append(list, s)
-				of = append(of, set.Variant)
+				p.list = append(p.list, s)
+				p.of = append(p.of, set.Variant)
 			}
 		}
 	}
-	// What each client needs on this machine (an installed CLI), checked
-	// here for machines the coordinator could not look at.
+	return p
+}
+
+// checkClients checks what each client needs on this machine (an
+// installed CLI), here for machines the coordinator could not look at.
+func (r *workerRun) checkClients() error {
 	var missing []error
 	checked := map[string]bool{}
 	for _, set := range r.b.Settings {
@@ -424,15 +465,16 @@ func (r *workerRun) ready(ctx context.Context) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("readiness check failed, no trial ran: this machine lacks what a client needs:\n%w", errors.Join(missing...))
 	}
-	list, err := r.resolveServers(list, r.tokens.env())
-	if err != nil {
-		return fmt.Errorf("readiness check failed, no trial ran:\n%w", err)
-	}
-	// A connector server the coordinator has no token for is left out:
-	// the trials that use it error with the reason (cause server), and
-	// the rest run.
-	unchecked := map[string]bool{}
-	kept, keptOf := list[:0:0], of[:0:0]
+	return nil
+}
+
+// dropTokenless leaves out of list (of: the variant of each server) the
+// connector servers the coordinator has no token for: the trials that use
+// them error with the reason (cause server), and the rest run. unchecked
+// are the variants that lost a server, whose graders are not checked.
+func (r *workerRun) dropTokenless(ctx context.Context, list []servers.Server, of []string) (kept []servers.Server, keptOf []string, unchecked map[string]bool) {
+	unchecked = map[string]bool{}
+	kept, keptOf = list[:0:0], of[:0:0]
 	for i, s := range list {
 		if s.OAuth != nil {
 			timeout := s.StartupTimeout
@@ -450,27 +492,23 @@ func (r *workerRun) ready(ctx context.Context) error {
 		}
 		kept, keptOf = append(kept, s), append(keptOf, of[i])
 	}
-	list, of = kept, keptOf
-	listed, conns, err := servers.ReadyConns(ctx, list)
-	if err != nil {
-		for _, c := range conns {
-			c.Close()
-		}
-		return fmt.Errorf("readiness check failed, no trial ran:\n%w", err)
-	}
-	// Each stdio server checked here is the first trial's that starts it:
-	// it starts once, not twice.
-	r.keepWarm(list, conns)
+	return kept, keptOf, unchecked
+}
+
+// checkGraders checks that every tool and server each variant's graders
+// name is one its servers listed (listed, of: the variant of each), but
+// for the variants with no server listed or one left out (unchecked).
+func (p *readiness) checkGraders(listed []servers.Listed, of []string, unchecked map[string]bool) error {
 	have := map[string][]grade.ServerTools{}
 	for i, l := range listed {
 		have[of[i]] = append(have[of[i]], grade.ServerTools{Server: l.Server, Tools: l.Names()})
 	}
 	var errs []error
-	for _, v := range variants {
+	for _, v := range p.variants {
 		if len(have[v]) == 0 || unchecked[v] {
 			continue
 		}
-		if err := grade.CheckRefs(v, refs[v], have[v]); err != nil {
+		if err := grade.CheckRefs(v, p.refs[v], have[v]); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -590,117 +628,192 @@ func (r *workerRun) runTrial(ctx context.Context, key transcript.Key, setting in
 		Client: transcript.ClientInfo{Name: set.Client, Version: r.w.builtinVersion(set.Client)}, Model: set.Model, Prompt: c.Input,
 		Environment: r.w.Environment,
 	}
-	setupStart := time.Now()
-	p, err := r.pool(setting)
-	if err == nil && p.def.OneTrialPerMachine {
-		// One trial of this client at a time on this machine (one app,
-		// one conversation), waited for before the trial's clock starts;
-		// held until its diagnosis and reset are done (deferred first,
-		// so released last).
-		var release func()
-		if release, err = r.machineTurn(ctx, p.def.Name); err == nil {
-			defer release()
-		}
+	clock := trialClock{setup: time.Now()}
+	p, sess, release, err := r.openSession(ctx, setting)
+	if release != nil {
+		// This machine's turn is held until the trial's diagnosis and
+		// reset are done (deferred first, so released last).
+		defer release()
 	}
-	var sess *pooled
-	if err == nil {
-		sess, err = p.get(ctx)
-	}
-	t.Timing.SetupMs = ms(time.Since(setupStart))
-	start := time.Now()
-	t.Timing.Started = start.UTC()
-	finish := func() *transcript.Transcript {
-		end := time.Now()
-		t.Timing.Ended = end.UTC()
-		t.Timing.DurationMs = ms(end.Sub(start))
-		return t
-	}
+	clock.begin(t)
 	if err != nil {
 		t.Outcome = openFailure(ctx, err)
-		return finish()
+		return clock.finish(t)
 	}
 	trial := client.Trial{Key: key, Prompt: c.Input, Metadata: c.Metadata}
 	var proxies *mcpproxy.Set
 	if p.proxied != nil {
-		proxies, err = r.openProxies(ctx, key, p.proxied, p.maxCalls, set.CallLimits)
+		proxies, err = r.openTrialProxies(ctx, key, p, set, &trial)
 		if err != nil {
 			p.put(ctx, sess, client.Continue, r.w.Logger)
 			t.Outcome = openFailure(ctx, err)
 			if ctx.Err() == nil {
 				t.Outcome.Detail = "starting the servers: " + err.Error()
 			}
-			return finish()
-		}
-		if p.def.InProcessServers {
-			trial.Conns = proxies.Conns() // no MCP hop for a client in this process
-		} else {
-			trial.Servers = proxies.Servers()
-			trial.Tools = proxies.Offered()
+			return clock.finish(t)
 		}
 		// The servers start before the prompt: setup, as opening is.
-		t.Timing.SetupMs = ms(time.Since(setupStart))
-		start = time.Now()
-		t.Timing.Started = start.UTC()
+		clock.begin(t)
 	}
-	tctx, cancel := ctx, context.CancelFunc(func() {})
-	if set.Timeout > 0 {
-		tctx, cancel = context.WithTimeout(ctx, set.Timeout)
-	}
-	res, err, abandoned := r.runSession(tctx, sess.session, trial)
-	timedOut := tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
-	deadline, _ := tctx.Deadline()
-	cancel()
+	run := r.runTimed(ctx, sess.session, trial, set.Timeout)
 	var ev *mcpproxy.Evidence
 	if proxies != nil {
-		ev = new(proxies.Evidence())
-		// The trial is over: its servers stop in the background (a server
-		// may take seconds to go), off the trial's time and the next
-		// trial's way; the run waits for them before it reports done.
-		r.closing.Go(func() { proxies.Close() })
-		defer func() { mcpproxy.Merge(t, *ev, !abandoned && err == nil) }()
+		ev = r.stopProxies(proxies)
+		defer func() { mcpproxy.Merge(t, *ev, !run.abandoned && run.err == nil) }()
 	}
-	if abandoned {
+	if run.abandoned {
 		// The session may still be running the trial: nothing of it is
 		// read, and it is closed (in the background: a client that
 		// ignores its context may ignore Close too).
-		t.Outcome = timeoutOutcome(set.Timeout, deadline, ev, "")
-		t.Outcome.Detail += fmt.Sprintf(", and the client did not stop within %s after it: its session was closed", r.abandonGrace())
-		if ctx.Err() != nil {
-			t.Outcome = transcript.Outcome{Status: transcript.Cancelled, Detail: fmt.Sprintf("the run was interrupted during this trial, and the client did not stop within %s: its session was closed", r.abandonGrace())}
-		}
+		t.Outcome = r.abandonedOutcome(ctx, set.Timeout, run.deadline, ev)
 		go p.drop(sess)
-		return finish()
+		return clock.finish(t)
 	}
+	next := recordResult(ctx, t, set.Timeout, run, ev)
+	clock.finish(t)
+	r.putBack(ctx, t, p, sess, next)
+	return t
+}
+
+// trialClock times a trial: its setup from when it began, the trial
+// itself from when its setup ended (begin) to its end (finish).
+type trialClock struct{ setup, start time.Time }
+
+// begin ends the trial's setup: its clock starts now. Called again, it
+// moves the start to now, setup counting up to it.
+func (k *trialClock) begin(t *transcript.Transcript) {
+	t.Timing.SetupMs = ms(time.Since(k.setup))
+	k.start = time.Now()
+	t.Timing.Started = k.start.UTC()
+}
+
+// finish stops the trial's clock, and returns t.
+func (k *trialClock) finish(t *transcript.Transcript) *transcript.Transcript {
+	end := time.Now()
+	t.Timing.Ended = end.UTC()
+	t.Timing.DurationMs = ms(end.Sub(k.start))
+	return t
+}
+
+// openSession gets a session of the setting's pool for one trial. A
+// client whose definition says OneTrialPerMachine (one app, one
+// conversation) first waits for this machine's turn, before the trial's
+// clock starts; release, when not nil, ends that turn, even when err is
+// set.
+func (r *workerRun) openSession(ctx context.Context, setting int) (p *pool, sess *pooled, release func(), err error) {
+	p, err = r.pool(setting)
+	if err == nil && p.def.OneTrialPerMachine {
+		release, err = r.machineTurn(ctx, p.def.Name)
+	}
+	if err == nil {
+		sess, err = p.get(ctx)
+	}
+	return p, sess, release, err
+}
+
+// openTrialProxies starts the trial's servers behind MST's proxies
+// (openProxies) and hands them to the trial: their connections to a
+// client that runs in this process, else their endpoints and the tools
+// they offer.
+func (r *workerRun) openTrialProxies(ctx context.Context, key transcript.Key, p *pool, set *Setting, trial *client.Trial) (*mcpproxy.Set, error) {
+	proxies, err := r.openProxies(ctx, key, p.proxied, p.maxCalls, set.CallLimits)
+	if err != nil {
+		return nil, err
+	}
+	if p.def.InProcessServers {
+		trial.Conns = proxies.Conns() // no MCP hop for a client in this process
+	} else {
+		trial.Servers = proxies.Servers()
+		trial.Tools = proxies.Offered()
+	}
+	return proxies, nil
+}
+
+// sessionRun is how a trial's run on its session ended.
+type sessionRun struct {
+	res       client.Result
+	err       error
+	abandoned bool      // the client ignored the trial's end (runSession)
+	timedOut  bool      // the trial's timeout passed while the run went on
+	deadline  time.Time // when the timeout was to pass; zero without one
+}
+
+// runTimed runs the trial on its session under the setting's timeout
+// (none when zero).
+func (r *workerRun) runTimed(ctx context.Context, s client.Session, trial client.Trial, timeout time.Duration) sessionRun {
+	tctx, cancel := ctx, context.CancelFunc(func() {})
+	if timeout > 0 {
+		tctx, cancel = context.WithTimeout(ctx, timeout)
+	}
+	defer cancel()
+	var run sessionRun
+	run.res, run.err, run.abandoned = r.runSession(tctx, s, trial)
+	run.timedOut = tctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
+	run.deadline, _ = tctx.Deadline()
+	return run
+}
+
+// stopProxies takes the record of a trial's proxies, the trial being
+// over, and stops them in the background (a server may take seconds to
+// go), off the trial's time and the next trial's way; the run waits for
+// them before it reports done.
+func (r *workerRun) stopProxies(proxies *mcpproxy.Set) *mcpproxy.Evidence {
+	ev := new(proxies.Evidence())
+	r.closing.Go(func() { proxies.Close() })
+	return ev
+}
+
+// abandonedOutcome is the outcome of a trial whose client did not stop
+// within the abandon grace after the trial's end: timed out (from what it
+// was waiting on, ev), or cancelled when the run was interrupted.
+func (r *workerRun) abandonedOutcome(ctx context.Context, timeout time.Duration, deadline time.Time, ev *mcpproxy.Evidence) transcript.Outcome {
+	o := timeoutOutcome(timeout, deadline, ev, "")
+	o.Detail += fmt.Sprintf(", and the client did not stop within %s after it: its session was closed", r.abandonGrace())
+	if ctx.Err() != nil {
+		o = transcript.Outcome{Status: transcript.Cancelled, Detail: fmt.Sprintf("the run was interrupted during this trial, and the client did not stop within %s: its session was closed", r.abandonGrace())}
+	}
+	return o
+}
+
+// recordResult puts what the session returned into t, and decides the
+// trial's outcome: cancelled when the run was interrupted, timed out (see
+// timeoutOutcome), errored with the session's error, else the client's
+// own. next is what the session needs before its next trial: at least a
+// reset after a timeout or an error.
+func recordResult(ctx context.Context, t *transcript.Transcript, timeout time.Duration, run sessionRun, ev *mcpproxy.Evidence) (next client.Next) {
+	res := run.res
 	t.Servers, t.Messages, t.ToolCalls, t.Answer, t.Usage = res.Servers, res.Messages, res.ToolCalls, res.Answer, res.Usage
 	if res.ClientVersion != "" {
 		t.Client.Version = res.ClientVersion
 	}
 	t.ClientTelemetry = res.ClientTelemetry
 	t.Outcome = res.Outcome
-	next := res.Next
-	defer func() {
-		// One policy for every client: a trial that errored or timed out
-		// is diagnosed (when the session can) before the reset it gets.
-		if t.Outcome.Status == transcript.Errored || t.Outcome.Status == transcript.TimedOut {
-			if d, ok := sess.session.(client.Diagnoser); ok {
-				t.ClientTelemetry = withDiagnosis(ctx, t.ClientTelemetry, d)
-			}
-		}
-		p.put(ctx, sess, next, r.w.Logger)
-	}()
+	next = res.Next
 	switch {
 	case ctx.Err() != nil:
 		t.Outcome = transcript.Outcome{Status: transcript.Cancelled, Detail: "the run was interrupted during this trial"}
-	case timedOut:
-		t.Outcome = timeoutOutcome(set.Timeout, deadline, ev, res.WaitingOn)
+	case run.timedOut:
+		t.Outcome = timeoutOutcome(timeout, run.deadline, ev, res.WaitingOn)
 		next = max(next, client.Reset)
-	case err != nil:
-		t.Outcome = transcript.Outcome{Status: transcript.Errored, Cause: causeOf(err), Detail: err.Error()}
+	case run.err != nil:
+		t.Outcome = transcript.Outcome{Status: transcript.Errored, Cause: causeOf(run.err), Detail: run.err.Error()}
 		next = max(next, client.Reset)
 	case t.Outcome.Status == "":
 		t.Outcome = transcript.Outcome{Status: transcript.Errored, Cause: transcript.CauseClient, Detail: "the client returned no outcome"}
 	}
-	return finish()
+	return next
+}
+
+// putBack gives a trial's session back to its pool with what it needs
+// next. One policy for every client: a trial that errored or timed out is
+// diagnosed first (when the session can), before the reset it gets.
+func (r *workerRun) putBack(ctx context.Context, t *transcript.Transcript, p *pool, sess *pooled, next client.Next) {
+	if t.Outcome.Status == transcript.Errored || t.Outcome.Status == transcript.TimedOut {
+		if d, ok := sess.session.(client.Diagnoser); ok {
+			t.ClientTelemetry = withDiagnosis(ctx, t.ClientTelemetry, d)
+		}
+	}
+	p.put(ctx, sess, next, r.w.Logger)
 }
 
 // timeoutOutcome is the outcome of a trial whose timeout passed at
