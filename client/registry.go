@@ -1,56 +1,28 @@
 package client
 
 import (
+	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
+
+	"github.com/mst-eval/mst/internal/ground/registry"
 )
 
-// Registry holds client definitions by name. Built-ins are registered in one
-// place (internal/builtin); a custom build of mst may add its own.
-type Registry struct {
-	defs map[string]*Definition
-}
+// Registry holds client definitions by name (MST's one registry shape).
+// Built-ins are registered in one place (internal/builtin), with what a
+// build's plugins add.
+type Registry = registry.Registry[*Definition]
 
 // NewRegistry returns a registry holding defs. A duplicate name, or a
 // definition with neither Open nor Run, panics: both are programming errors.
 func NewRegistry(defs ...*Definition) *Registry {
-	r := &Registry{defs: map[string]*Definition{}}
-	for _, d := range defs {
-		r.Add(d)
-	}
-	return r
-}
-
-// Add registers d.
-func (r *Registry) Add(d *Definition) {
-	if _, dup := r.defs[d.Name]; dup {
-		panic(fmt.Sprintf("client %q registered twice", d.Name))
-	}
-	if d.Open == nil && d.Run == nil {
-		panic(fmt.Sprintf("client %q has neither Open nor Run", d.Name))
-	}
-	r.defs[d.Name] = d
-}
-
-// Lookup returns the definition named name, or an error that lists the
-// known names.
-func (r *Registry) Lookup(name string) (*Definition, error) {
-	if d, ok := r.defs[name]; ok {
-		return d, nil
-	}
-	return nil, fmt.Errorf("unknown client %q (known: %s)", name, strings.Join(r.Names(), ", "))
-}
-
-// Names lists the registered clients in alphabetical order.
-func (r *Registry) Names() []string {
-	names := make([]string, 0, len(r.defs))
-	for n := range r.defs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return registry.New("client", func(d *Definition) string { return d.Name }, defs, registry.Check(func(d *Definition) error {
+		if d.Open == nil && d.Run == nil {
+			return errors.New("has neither Open nor Run")
+		}
+		return nil
+	}))
 }
 
 // CheckOS reports whether the client named name can run on goos (a GOOS
@@ -58,7 +30,7 @@ func (r *Registry) Names() []string {
 // an unknown name; an error naming the client's operating systems when its
 // requirements do not include goos; the client's own Available error. A
 // client that lists no OS runs on any.
-func (r *Registry) CheckOS(name, goos string) error {
+func CheckOS(r *Registry, name, goos string) error {
 	d, err := r.Lookup(name)
 	if err != nil {
 		return err

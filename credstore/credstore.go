@@ -140,30 +140,13 @@ type Store interface {
 	// Put. The lock does not hold across machines, even for a shared
 	// store. Get, Put and Delete take no lock of their own.
 	//
-	// When the lock is held elsewhere, WithLock calls LockWaiting(ctx,
-	// server) once and then waits, until the lock is free or ctx ends (it
+	// When the lock is held elsewhere, WithLock calls the LockWaiting its
+	// store was opened with (Params) once and then waits, until the lock is free or ctx ends (it
 	// then returns ctx's error without calling fn). fn gets a ctx in which
 	// WithLock for the same server runs fn at once, so a refresh may call
 	// code that locks again; that ctx is only good during fn. WithLock
 	// returns fn's error.
 	WithLock(ctx context.Context, server string, fn func(ctx context.Context) error) error
-}
-
-type waitKey struct{}
-
-// OnLockWait returns a ctx in which a store's WithLock calls f with the
-// server's name before it waits for a lock held elsewhere (for a message
-// such as "waiting for another mst that is refreshing SERVER's grant").
-func OnLockWait(ctx context.Context, f func(server string)) context.Context {
-	return context.WithValue(ctx, waitKey{}, f)
-}
-
-// LockWaiting calls the function OnLockWait put in ctx, if any. Stores
-// call it in WithLock when they have to wait.
-func LockWaiting(ctx context.Context, server string) {
-	if f, ok := ctx.Value(waitKey{}).(func(string)); ok && f != nil {
-		f(server)
-	}
 }
 
 // shellQuote returns s as one word for a POSIX shell, for commands in

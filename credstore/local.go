@@ -45,7 +45,12 @@ func LocalDefinition() *Definition {
 			if err := p.CheckOptions(LocalName, OptionDir, OptionKeyFile); err != nil {
 				return nil, err
 			}
-			return OpenLocal(p.Options[OptionDir], p.Options[OptionKeyFile])
+			l, err := OpenLocal(p.Options[OptionDir], p.Options[OptionKeyFile])
+			if err != nil {
+				return nil, err
+			}
+			l.Waiting = p.LockWaiting
+			return l, nil
 		},
 	}
 }
@@ -75,6 +80,9 @@ func LocalDefinition() *Definition {
 // when a process ends, however it ends.
 type Local struct {
 	dir, keyFile string
+	// Waiting, when set, is called when WithLock has to wait
+	// (Params.LockWaiting).
+	Waiting func(server string)
 }
 
 // DefaultLocalDir is $XDG_CONFIG_HOME/mst/credentials, or
@@ -600,7 +608,9 @@ func (s *Local) WithLock(ctx context.Context, server string, fn func(ctx context
 	wait := func() {
 		if !waited {
 			waited = true
-			LockWaiting(ctx, server)
+			if s.Waiting != nil {
+				s.Waiting(server)
+			}
 		}
 	}
 	release, err := LockInProcess(ctx, path, server, wait)

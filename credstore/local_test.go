@@ -23,9 +23,12 @@ func TestMain(m *testing.M) {
 }
 
 // openLocal is the local store over dir/credentials, its key in
-// dir/credentials.key.
-func openLocal(dir string) (credstore.Store, error) {
-	return credstore.OpenLocal(filepath.Join(dir, "credentials"), "")
+// dir/credentials.key, opened as mst opens it.
+func openLocal(dir string, waiting func(string)) (credstore.Store, error) {
+	return credstore.LocalDefinition().Create(context.Background(), credstore.Params{
+		Options:     map[string]string{credstore.OptionDir: filepath.Join(dir, "credentials")},
+		LockWaiting: waiting,
+	})
 }
 
 func newLocal(t *testing.T) *credstore.Local {

@@ -46,8 +46,8 @@ func init() {
 		fmt.Println("error:", err)
 		os.Exit(1)
 	}
-	ctx := credstore.OnLockWait(context.Background(), func(string) { fmt.Println("waiting") })
-	access, _, err := (&credstore.Tokens{Store: s}).Token(ctx, task.Server)
+	s.Waiting = func(string) { fmt.Println("waiting") }
+	access, _, err := (&credstore.Tokens{Store: s}).Token(context.Background(), task.Server)
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)
@@ -245,7 +245,8 @@ func TestTokensOneRefreshInProcess(t *testing.T) {
 		t.Fatalf("Token returned (%v) without refreshing the expiring token", r.err)
 	}
 	waiting := make(chan struct{})
-	ctx := credstore.OnLockWait(t.Context(), func(string) { close(waiting) })
+	other.Waiting = func(string) { close(waiting) }
+	ctx := t.Context()
 	then := make(chan result, 1)
 	go func() {
 		access, _, err := second.Token(ctx, "shared")

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/mst-eval/mst/internal/ground/registry"
 )
 
 // Definition describes a kind of credential store.
@@ -32,6 +34,10 @@ type Params struct {
 	// Secret returns a secret of the secrets file (--secrets-file) by
 	// name, such as KeySecret; nil when there is no secrets file.
 	Secret func(name string) (string, bool)
+	// LockWaiting, when set, is called with a server's name when WithLock
+	// has to wait for another holder of its lock (for a message such as
+	// "waiting for another mst that is refreshing SERVER's grant").
+	LockWaiting func(server string)
 	// Results is the URL of the results store of the run or the eval
 	// (--results, or the eval's results.store), "" when neither names
 	// one: a store may keep its grants there.
@@ -72,43 +78,11 @@ type OptionError struct{ Err error }
 func (e *OptionError) Error() string { return e.Err.Error() }
 func (e *OptionError) Unwrap() error { return e.Err }
 
-// Registry holds credential store definitions by name.
-type Registry struct {
-	defs map[string]*Definition
-}
+// Registry holds credential store definitions by name (MST's one registry
+// shape).
+type Registry = registry.Registry[*Definition]
 
 // NewRegistry returns a registry of defs; a duplicate name panics.
 func NewRegistry(defs ...*Definition) *Registry {
-	r := &Registry{defs: map[string]*Definition{}}
-	for _, d := range defs {
-		r.Add(d)
-	}
-	return r
-}
-
-// Add registers d; a name that is taken panics.
-func (r *Registry) Add(d *Definition) {
-	if _, dup := r.defs[d.Name]; dup {
-		panic(fmt.Sprintf("credential store %q registered twice", d.Name))
-	}
-	r.defs[d.Name] = d
-}
-
-// Lookup returns the store kind named name, or an error listing the known
-// ones.
-func (r *Registry) Lookup(name string) (*Definition, error) {
-	if d, ok := r.defs[name]; ok {
-		return d, nil
-	}
-	return nil, fmt.Errorf("unknown credential store %q (known: %s)", name, strings.Join(r.Names(), ", "))
-}
-
-// Names lists the store kinds alphabetically.
-func (r *Registry) Names() []string {
-	var names []string
-	for n := range r.defs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return registry.New("credential store", func(d *Definition) string { return d.Name }, defs)
 }

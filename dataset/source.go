@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
-	"sync"
 	"unicode/utf8"
+
+	"github.com/mst-eval/mst/internal/ground/registry"
 )
 
 // SourceDefinition describes a dataset source a plugin adds: cases read
@@ -61,79 +61,37 @@ type SourceParams struct {
 	Env func(name string) (string, bool)
 }
 
-// Sources holds dataset source definitions by name. A nil *Sources holds
-// none.
-type Sources struct {
-	defs map[string]*SourceDefinition
-	once sync.Once
-	load func() []*SourceDefinition
+// Sources holds dataset source definitions by name (MST's one registry
+// shape). A nil *Sources holds none.
+type Sources = registry.Registry[*SourceDefinition]
+
+// NewSources returns a registry of defs; a duplicate name, or a definition
+// without exactly one of Load and LoadJSON, panics.
+func NewSources(defs ...*SourceDefinition) *Sources {
+	return newSources(defs)
 }
 
 // NewLazySources returns a registry filled, on first use, with what load
 // returns: program plugins are started only when a source is looked up.
 func NewLazySources(load func() []*SourceDefinition) *Sources {
-	return &Sources{defs: map[string]*SourceDefinition{}, load: load}
+	return newSources(nil, registry.Lazy(load))
 }
 
-func (s *Sources) ensure() {
-	if s == nil || s.load == nil {
-		return
-	}
-	s.once.Do(func() {
-		for _, d := range s.load() {
-			s.add(d)
-		}
-	})
-}
-
-// NewSources returns a registry of defs; a duplicate name, or a definition
-// without Load, panics.
-func NewSources(defs ...*SourceDefinition) *Sources {
-	s := &Sources{defs: map[string]*SourceDefinition{}}
-	for _, d := range defs {
-		s.add(d)
-	}
-	return s
-}
-
-func (s *Sources) add(d *SourceDefinition) {
-	if _, dup := s.defs[d.Name]; dup {
-		panic(fmt.Sprintf("dataset source %q registered twice", d.Name))
-	}
-	if (d.Load == nil) == (d.LoadJSON == nil) {
-		panic(fmt.Sprintf("dataset source %q must have one of Load and LoadJSON", d.Name))
-	}
-	s.defs[d.Name] = d
-}
-
-// Lookup returns the source named name, or an error listing the known
-// ones.
-func (s *Sources) Lookup(name string) (*SourceDefinition, error) {
-	s.ensure()
-	if s != nil {
-		if d, ok := s.defs[name]; ok {
-			return d, nil
-		}
-	}
-	known := s.Names()
-	if len(known) == 0 {
-		return nil, fmt.Errorf("unknown dataset source %q: no installed plugin provides a dataset source (mst plugins lists what is installed)", name)
-	}
-	return nil, fmt.Errorf("unknown dataset source %q (known: %s)", name, strings.Join(known, ", "))
-}
-
-// Names lists the sources alphabetically.
-func (s *Sources) Names() []string {
-	if s == nil {
-		return nil
-	}
-	s.ensure()
-	names := make([]string, 0, len(s.defs))
-	for n := range s.defs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+func newSources(defs []*SourceDefinition, opts ...registry.Option[*SourceDefinition]) *Sources {
+	opts = append(opts,
+		registry.Check(func(d *SourceDefinition) error {
+			if (d.Load == nil) == (d.LoadJSON == nil) {
+				return errors.New("must have one of Load and LoadJSON")
+			}
+			return nil
+		}),
+		registry.Unknown[*SourceDefinition](func(name string, known []string) error {
+			if len(known) == 0 {
+				return fmt.Errorf("unknown dataset source %q: no installed plugin provides a dataset source (mst plugins lists what is installed)", name)
+			}
+			return fmt.Errorf("unknown dataset source %q (known: %s)", name, strings.Join(known, ", "))
+		}))
+	return registry.New("dataset source", func(d *SourceDefinition) string { return d.Name }, defs, opts...)
 }
 
 // Spec is one entry of an eval's datasets: a case file (Path), or a

@@ -2,8 +2,6 @@ package grade
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 
 	"github.com/mst-eval/mst/transcript"
 )
@@ -90,19 +88,4 @@ func TrialContext(ctx context.Context, t *transcript.Transcript, graders []Grade
 		g.Failed = "the trial ended " + status + ", without an answer; only an answered trial can pass"
 	}
 	return g
-}
-
-// ParseAll parses a list of specs. Its error names the index of the first
-// bad spec: "[2]: unknown grader ...". An empty list gives no graders and no
-// error.
-func ParseAll(specs []json.RawMessage) ([]Grader, error) {
-	gs := make([]Grader, 0, len(specs))
-	for i, s := range specs {
-		g, err := Parse(s)
-		if err != nil {
-			return nil, fmt.Errorf("[%d]: %w", i, err)
-		}
-		gs = append(gs, g)
-	}
-	return gs, nil
 }

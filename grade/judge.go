@@ -225,7 +225,7 @@ func (js *Judges) provider(j *judge) (provider.Provider, error) {
 		return nil, fmt.Errorf("judge model %s: %v", j.model, err)
 	}
 	if def.New == nil {
-		return nil, fmt.Errorf("judge model %s: MST cannot call provider %s itself; pick a model of %s", j.model, name, strings.Join(js.Providers.Buildable(), ", "))
+		return nil, fmt.Errorf("judge model %s: MST cannot call provider %s itself; pick a model of %s", j.model, name, strings.Join(provider.Buildable(js.Providers), ", "))
 	}
 	keyVar := j.keyEnv
 	if keyVar == "" {

@@ -10,6 +10,7 @@ import (
 	"math/big"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -32,13 +33,22 @@ func graderNames() []string {
 	return []string{keyAnswerContains, keyAnswerMatches, keyJudge, keyMaxToolCalls, keyToolCalled, keyToolNotCalled}
 }
 
-// Parse parses one grader spec: a JSON object with exactly one key naming
-// the grader. Its errors carry the path inside the spec ("toolCalled.arguments:
-// must be an object") and no file name.
-func Parse(spec json.RawMessage) (Grader, error) { return parse(nil, spec) }
+// Parse parses one grader spec of a built-in grader: a JSON object with
+// exactly one key naming the grader. Its errors carry the path inside the
+// spec ("toolCalled.arguments: must be an object") and no file name.
+func Parse(spec json.RawMessage) (Grader, error) { return ParseIn(nil, spec) }
 
-// parse is Parse with the graders of reg (which may be nil) as well.
-func parse(reg *Registry, spec json.RawMessage) (Grader, error) {
+// ParseAll parses a list of specs of built-in graders. Its error names
+// the index of the first bad spec: "[2]: unknown grader ...". An empty
+// list gives no graders and no error.
+func ParseAll(specs []json.RawMessage) ([]Grader, error) { return ParseAllIn(nil, specs) }
+
+// ParseIn is Parse with the graders of reg, the built-in ones when reg is
+// nil.
+func ParseIn(reg *Registry, spec json.RawMessage) (Grader, error) {
+	if reg == nil {
+		reg = builtinRegistry()
+	}
 	keys, fields, err := object(spec)
 	if err != nil {
 		if errors.Is(err, errNotObject) {
@@ -54,41 +64,15 @@ func parse(reg *Registry, spec json.RawMessage) (Grader, error) {
 	default:
 		return nil, fmt.Errorf("exactly one grader key per entry, found %s; split them into separate entries", andList(keys))
 	}
-	key := keys[0]
-	v := fields[key]
-	switch key {
-	case keyAnswerContains:
-		return parseAnswerContains(v)
-	case keyAnswerMatches:
-		return parseAnswerMatches(v)
-	case keyToolCalled:
-		return parseToolCalled(v)
-	case keyToolNotCalled:
-		return parseToolNotCalled(v)
-	case keyMaxToolCalls:
-		return parseMaxToolCalls(v)
-	case keyJudge:
-		return parseJudge(v)
+	d, err := reg.Lookup(keys[0])
+	if err != nil {
+		return nil, err
 	}
-	if d, ok := reg.Lookup(key); ok {
-		g, err := d.New(v)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
-		}
-		if g == nil {
-			return nil, fmt.Errorf("%s: the plugin made no grader", key)
-		}
-		return plugged{name: key, g: g}, nil
-	}
-	known := append(graderNames(), reg.Names()...)
-	if s := suggest(key, known); s != "" {
-		return nil, fmt.Errorf("unknown grader %q (did you mean %s?)", key, s)
-	}
-	if strings.Count(key, "/") == 2 {
-		return nil, fmt.Errorf("unknown grader %q: no plugin of this mst provides it (mst plugins lists them)", key)
-	}
-	return nil, fmt.Errorf("unknown grader %q (known: %s)", key, strings.Join(known, ", "))
+	return d.New(fields[keys[0]])
 }
+
+// builtinName reports whether name is a built-in grader's.
+func builtinName(name string) bool { return slices.Contains(graderNames(), name) }
 
 func parseAnswerContains(v json.RawMessage) (Grader, error) {
 	g := answerContains{}

@@ -1,13 +1,13 @@
 package grade
 
 import (
-	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 
+	"github.com/mst-eval/mst/internal/ground/registry"
 	"github.com/mst-eval/mst/transcript"
 )
 
@@ -35,77 +35,61 @@ type Definition struct {
 	New func(options json.RawMessage) (Grader, error)
 }
 
-// Registry holds the grader kinds plugins add. The built-in graders
-// (answerContains, toolCalled, judge, …) are not in it: they are always
-// there. A nil *Registry holds none.
-type Registry struct {
-	defs map[string]*Definition
-	once sync.Once
-	load func() []*Definition
+// Registry holds the grader kinds of a process by name (MST's one
+// registry shape): the built-in ones (Builtins) and those its plugins add
+// (Plugged). Parse, ParseAll and SchemaOf read it.
+type Registry = registry.Registry[*Definition]
+
+// NewRegistry returns a registry of the built-in graders and plugins',
+// each of plugins made Plugged. A duplicate name, or a definition without
+// New, panics.
+func NewRegistry(plugins ...*Definition) *Registry {
+	return NewLazyRegistry(func() []*Definition { return plugins })
 }
 
-// NewLazyRegistry returns a registry filled, on first use, with what load
-// returns: program plugins are started only when a grader is looked up.
+// NewLazyRegistry returns a registry of the built-in graders, and of the
+// plugin graders load returns, each made Plugged. load runs on the first
+// lookup of a name that is not built in: program plugins are started only
+// when one of their graders is used.
 func NewLazyRegistry(load func() []*Definition) *Registry {
-	return &Registry{defs: map[string]*Definition{}, load: load}
+	return registry.New("grader", func(d *Definition) string { return d.Name }, Builtins(),
+		registry.Check(func(d *Definition) error {
+			if d.New == nil {
+				return errors.New("has no New")
+			}
+			return nil
+		}),
+		registry.Lazy(func() []*Definition {
+			var out []*Definition
+			for _, d := range load() {
+				out = append(out, Plugged(d))
+			}
+			return out
+		}),
+		registry.Unknown[*Definition](unknownGrader))
 }
 
-// ensure fills a lazy registry.
-func (r *Registry) ensure() {
-	if r == nil || r.load == nil {
-		return
+// builtinRegistry holds the built-in graders alone, for Parse and ParseAll.
+var builtinRegistry = sync.OnceValue(func() *Registry { return NewRegistry() })
+
+// unknownGrader says what a grader name that is not known is, with the
+// nearest known name when one is near.
+func unknownGrader(key string, known []string) error {
+	if s := suggest(key, known); s != "" {
+		return fmt.Errorf("unknown grader %q (did you mean %s?)", key, s)
 	}
-	r.once.Do(func() {
-		for _, d := range r.load() {
-			r.Add(d)
-		}
-	})
+	if strings.Count(key, "/") == 2 {
+		return fmt.Errorf("unknown grader %q: no plugin of this mst provides it (mst plugins lists them)", key)
+	}
+	return fmt.Errorf("unknown grader %q (known: %s)", key, strings.Join(known, ", "))
 }
 
-// Add registers d.
-func (r *Registry) Add(d *Definition) {
-	if _, dup := r.defs[d.Name]; dup || contains(graderNames(), d.Name) {
-		panic(fmt.Sprintf("grader %q registered twice", d.Name))
-	}
-	if d.New == nil {
-		panic(fmt.Sprintf("grader %q has no New", d.Name))
-	}
-	r.defs[d.Name] = d
-}
-
-// Lookup returns the grader kind named name.
-func (r *Registry) Lookup(name string) (*Definition, bool) {
-	if r == nil {
-		return nil, false
-	}
-	r.ensure()
-	d, ok := r.defs[name]
-	return d, ok
-}
-
-// Names lists the registered graders alphabetically.
-func (r *Registry) Names() []string {
-	if r == nil {
-		return nil
-	}
-	r.ensure()
-	names := make([]string, 0, len(r.defs))
-	for n := range r.defs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-// Parse is the package's Parse that also knows the registry's graders.
-func (r *Registry) Parse(spec json.RawMessage) (Grader, error) { return parse(r, spec) }
-
-// ParseAll is the package's ParseAll that also knows the registry's
-// graders.
-func (r *Registry) ParseAll(specs []json.RawMessage) ([]Grader, error) {
+// ParseAll parses specs with the graders of reg, the built-in ones when
+// reg is nil; an error says which spec, by index.
+func ParseAllIn(reg *Registry, specs []json.RawMessage) ([]Grader, error) {
 	gs := make([]Grader, 0, len(specs))
 	for i, s := range specs {
-		g, err := r.Parse(s)
+		g, err := ParseIn(reg, s)
 		if err != nil {
 			return nil, fmt.Errorf("[%d]: %w", i, err)
 		}
@@ -114,25 +98,49 @@ func (r *Registry) ParseAll(specs []json.RawMessage) ([]Grader, error) {
 	return gs, nil
 }
 
-// Schema is the JSON Schema of one grader spec: a built-in grader, or one
-// of the registry's, each checked against its own options schema.
-func (r *Registry) Schema() json.RawMessage {
-	names := r.Names()
-	if len(names) == 0 {
-		return Schema()
-	}
+// SchemaOf is the JSON Schema of one grader spec with the graders of reg:
+// a built-in grader (Schema), or a plugin's, each checked against its own
+// options schema.
+func SchemaOf(reg *Registry) json.RawMessage {
 	var alts []string
-	for _, n := range names {
-		d := r.defs[n]
+	for _, d := range reg.All() {
+		if builtinName(d.Name) {
+			continue
+		}
 		opts := d.Options
 		if len(opts) == 0 {
 			opts = json.RawMessage(`{}`)
 		}
-		key, _ := json.Marshal(n)
+		key, _ := json.Marshal(d.Name)
 		desc, _ := json.Marshal(d.Description)
 		alts = append(alts, fmt.Sprintf(`{"type":"object","description":%s,"required":[%s],"additionalProperties":false,"properties":{%s:%s}}`, desc, key, key, opts))
 	}
+	if len(alts) == 0 {
+		return Schema()
+	}
 	return json.RawMessage(fmt.Sprintf(`{"anyOf":[%s,%s]}`, Schema(), strings.Join(alts, ",")))
+}
+
+// Plugged is d as a plugin's grader is registered: its errors are
+// prefixed with its name, a nil grader is an error, and its results carry
+// its full name whatever label it gives, and a panic in it is its
+// result's error, not MST's crash.
+func Plugged(d *Definition) *Definition {
+	p := *d
+	p.New = func(options json.RawMessage) (Grader, error) {
+		if d.New == nil {
+			return nil, fmt.Errorf("%s: the plugin gave no New", d.Name)
+		}
+		g, err := d.New(options)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", d.Name, err)
+		}
+		if g == nil {
+			return nil, fmt.Errorf("%s: the plugin made no grader", d.Name)
+		}
+		return plugged{name: d.Name, g: g}, nil
+	}
+	return &p
 }
 
 // plugged is a plugin's grader: its results carry the grader's full name,
@@ -162,21 +170,5 @@ func (p plugged) Grade(t *transcript.Transcript) (r Result) {
 	if r.Passed {
 		r.Detail = ""
 	}
-	return r
-}
-
-type registryKey struct{}
-
-// WithRegistry returns ctx carrying r: the graders that plugins add, for
-// the code below that parses graders (a plan, a report, a grade worker).
-// mst sets it once per command.
-func WithRegistry(ctx context.Context, r *Registry) context.Context {
-	return context.WithValue(ctx, registryKey{}, r)
-}
-
-// RegistryFrom returns the registry ctx carries, nil (no plugin graders)
-// when it carries none.
-func RegistryFrom(ctx context.Context) *Registry {
-	r, _ := ctx.Value(registryKey{}).(*Registry)
 	return r
 }

@@ -23,10 +23,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sort"
 	"strings"
 	"time"
 
+	"github.com/mst-eval/mst/internal/ground/registry"
 	"github.com/mst-eval/mst/secrets"
 )
 
@@ -243,48 +243,22 @@ type Runner interface {
 	Close() error
 }
 
-// Registry holds runner definitions by name.
-type Registry struct {
-	defs map[string]*Definition
-}
+// Registry holds runner definitions by name (MST's one registry shape).
+type Registry = registry.Registry[*Definition]
 
 // NewRegistry returns a registry of defs; a duplicate name panics.
 func NewRegistry(defs ...*Definition) *Registry {
-	r := &Registry{defs: map[string]*Definition{}}
-	for _, d := range defs {
-		r.Add(d)
-	}
-	return r
+	return registry.New("runner", func(d *Definition) string { return d.Name }, defs, registry.Unknown[*Definition](unknownRunner))
 }
 
-// Add registers d; a name that is taken panics.
-func (r *Registry) Add(d *Definition) {
-	if _, dup := r.defs[d.Name]; dup {
-		panic(fmt.Sprintf("runner %q registered twice", d.Name))
-	}
-	r.defs[d.Name] = d
-}
-
-// Lookup returns the runner named name, or an error listing the known ones.
-func (r *Registry) Lookup(name string) (*Definition, error) {
-	if d, ok := r.defs[name]; ok {
-		return d, nil
-	}
+// unknownRunner says what a runner name that is not known is, and how to
+// get it when a plugin would give it.
+func unknownRunner(name string, known []string) error {
 	if parts := strings.Split(name, "/"); len(parts) == 3 {
 		if parts[1] == "env" {
-			return nil, fmt.Errorf("unknown runner %q: plugin environments are runners now; use %s/runner/%s", name, parts[0], parts[2])
+			return fmt.Errorf("unknown runner %q: plugin environments are runners now; use %s/runner/%s", name, parts[0], parts[2])
 		}
-		return nil, fmt.Errorf("unknown runner %q: no plugin of this mst provides it (mst plugins lists them; a Go plugin is compiled in with mst build --with MODULE; known: %s)", name, strings.Join(r.Names(), ", "))
+		return fmt.Errorf("unknown runner %q: no plugin of this mst provides it (mst plugins lists them; a Go plugin is compiled in with mst build --with MODULE; known: %s)", name, strings.Join(known, ", "))
 	}
-	return nil, fmt.Errorf("unknown runner %q (known: %s)", name, strings.Join(r.Names(), ", "))
-}
-
-// Names lists the runners alphabetically.
-func (r *Registry) Names() []string {
-	var names []string
-	for n := range r.defs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return fmt.Errorf("unknown runner %q (known: %s)", name, strings.Join(known, ", "))
 }

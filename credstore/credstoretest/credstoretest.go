@@ -16,7 +16,7 @@
 //   - Puts of different servers at once all land, and a Get during Puts
 //     of one server sees one whole grant or another;
 //   - WithLock excludes other holders in this process and in another one,
-//     calls the credstore.OnLockWait function before it waits, gives up
+//     calls the store's Params.LockWaiting before it waits, gives up
 //     when its ctx ends, runs a nested WithLock at once, and a refresh
 //     done under it (Get, Put) sees the grant the last holder stored.
 //
@@ -59,8 +59,41 @@ import (
 // suite made for one check: the local store uses the folder itself; a
 // store elsewhere derives a name from it (a prefix in a bucket, a
 // keyring's service name). Calls with the same dir, in this process or
-// another, reach the same grants.
-type Open func(dir string) (credstore.Store, error)
+// another, reach the same grants. The store calls waiting as it would
+// Params.LockWaiting.
+type Open func(dir string, waiting func(server string)) (credstore.Store, error)
+
+// waitHook is what a store the suite opened calls when its WithLock has to
+// wait: the function the running check set, if any.
+type waitHook struct{ f atomic.Pointer[func(string)] }
+
+func (h *waitHook) call(server string) {
+	if f := h.f.Load(); f != nil {
+		(*f)(server)
+	}
+}
+
+// hooks holds the waitHook of each store the suite opened.
+var hooks sync.Map // credstore.Store -> *waitHook
+
+// openHooked opens the store of dir with a waitHook of its own.
+func openHooked(open Open, dir string) (credstore.Store, error) {
+	h := &waitHook{}
+	s, err := open(dir, h.call)
+	if err == nil {
+		hooks.Store(s, h)
+	}
+	return s, err
+}
+
+// onWait makes s call f when a WithLock of s has to wait.
+func onWait(s credstore.Store, f func(server string)) {
+	h, ok := hooks.Load(s)
+	if !ok {
+		panic("credstoretest: a store the suite did not open")
+	}
+	h.(*waitHook).f.Store(&f)
+}
 
 // Canary returns a random value that appears nowhere else, for a token or
 // secret a test then looks for where it must not be.
@@ -155,7 +188,7 @@ func Secrets(g credstore.Grant) []string {
 func Run(t *testing.T, open Open) {
 	newStore := func(t *testing.T) (credstore.Store, string) {
 		dir := t.TempDir()
-		s, err := open(dir)
+		s, err := openHooked(open, dir)
 		if err != nil {
 			t.Fatalf("opening the store: %v", err)
 		}
@@ -201,7 +234,7 @@ func Run(t *testing.T, open Open) {
 		s, dir := newStore(t)
 		// A second store over the same grants, as a second open in one
 		// process (another command's) would make.
-		s2, err := open(dir)
+		s2, err := openHooked(open, dir)
 		if err != nil {
 			t.Fatalf("opening the store again: %v", err)
 		}
@@ -547,14 +580,15 @@ func testWithLock(t *testing.T, s1, s2 credstore.Store) {
 	var waits atomic.Int32
 	var seen string
 	second := make(chan error, 1)
-	wctx := credstore.OnLockWait(ctx, func(server string) {
+	onWait(s2, func(server string) {
 		if waits.Add(1) == 1 {
 			close(waiting)
 		}
 		if server != "locked" {
-			t.Errorf("OnLockWait got server %q, want %q", server, "locked")
+			t.Errorf("LockWaiting got server %q, want %q", server, "locked")
 		}
 	})
+	wctx := ctx
 	go func() {
 		second <- s2.WithLock(wctx, "locked", func(ctx context.Context) error {
 			close(entered)
@@ -587,7 +621,7 @@ func testWithLock(t *testing.T, s1, s2 credstore.Store) {
 		t.Errorf("the second holder read refresh token %q, want %q, which the first stored", seen, rotated)
 	}
 	if n := waits.Load(); n != 1 {
-		t.Errorf("OnLockWait was called %d times for one wait, want once", n)
+		t.Errorf("LockWaiting was called %d times for one wait, want once", n)
 	}
 }
 
@@ -640,7 +674,7 @@ func testLockCancel(t *testing.T, s credstore.Store) {
 	<-held
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	ctx = credstore.OnLockWait(ctx, func(string) { cancel() })
+	onWait(s, func(string) { cancel() })
 	ran := false
 	err := s.WithLock(ctx, "cancel", func(context.Context) error { ran = true; return nil })
 	if !errors.Is(err, context.Canceled) || ran {
@@ -690,7 +724,7 @@ func helper(open Open, spec string) error {
 	if err := json.Unmarshal([]byte(spec), &tk); err != nil {
 		return err
 	}
-	s, err := open(tk.Dir)
+	s, err := openHooked(open, tk.Dir)
 	if err != nil {
 		return err
 	}
@@ -709,7 +743,7 @@ func helper(open Open, spec string) error {
 			return nil
 		})
 	case "wait":
-		ctx = credstore.OnLockWait(ctx, func(string) { fmt.Println("waiting") })
+		onWait(s, func(string) { fmt.Println("waiting") })
 		return s.WithLock(ctx, tk.Server, func(ctx context.Context) error {
 			if err := rotate(ctx, s, tk.Server, tk.Next); err != nil {
 				return err
@@ -802,7 +836,8 @@ func testHelperHolds(t *testing.T, s credstore.Store, dir string) {
 	mine := Canary("refresh-here")
 	var seen string
 	result := make(chan error, 1)
-	wctx := credstore.OnLockWait(ctx, func(string) { close(waiting) })
+	onWait(s, func(string) { close(waiting) })
+	wctx := ctx
 	go func() {
 		result <- s.WithLock(wctx, "shared", func(ctx context.Context) error {
 			close(entered)
@@ -874,7 +909,7 @@ func testCancelWhileHelperHolds(t *testing.T, s credstore.Store, dir string) {
 	h.next("held")
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	ctx = credstore.OnLockWait(ctx, func(string) { cancel() })
+	onWait(s, func(string) { cancel() })
 	ran := false
 	err := s.WithLock(ctx, "cancelled", func(context.Context) error { ran = true; return nil })
 	if !errors.Is(err, context.Canceled) || ran {

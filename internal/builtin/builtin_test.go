@@ -14,6 +14,7 @@ import (
 
 	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/internal/builtin"
+	"github.com/mst-eval/mst/internal/provider"
 )
 
 func TestClientNames(t *testing.T) {
@@ -34,8 +35,8 @@ func TestProviders(t *testing.T) {
 		got, want []string
 	}{
 		{"Providers().Names()", reg.Names(), []string{"anthropic", "google", "offline", "openai"}},
-		{"Providers().Buildable()", reg.Buildable(), []string{"anthropic", "offline", "openai"}},
-		{"Providers().KeyVars()", reg.KeyVars(), []string{"ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENAI_API_KEY"}},
+		{"provider.Buildable(Providers())", provider.Buildable(reg), []string{"anthropic", "offline", "openai"}},
+		{"provider.KeyVars(Providers())", provider.KeyVars(reg), []string{"ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENAI_API_KEY"}},
 	} {
 		if diff := cmp.Diff(tt.want, tt.got); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tt.what, diff)
@@ -45,7 +46,7 @@ func TestProviders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(reg.Buildable(), api.ModelProviders); diff != "" {
+	if diff := cmp.Diff(provider.Buildable(reg), api.ModelProviders); diff != "" {
 		t.Errorf("api client's ModelProviders (-registry +client):\n%s", diff)
 	}
 }
@@ -73,7 +74,7 @@ func TestCheckClient(t *testing.T) {
 		{"codex-app", "darwin", ""},
 		{"codex-app", "freebsd", "client codex-app runs on macos, linux; this run's machine is freebsd"},
 	} {
-		err := reg.CheckOS(tc.name, tc.goos)
+		err := client.CheckOS(reg, tc.name, tc.goos)
 		got := ""
 		if err != nil {
 			got = err.Error()
@@ -90,7 +91,7 @@ func TestCheckClientNoOSMeansAny(t *testing.T) {
 		return client.Result{}, nil
 	}
 	reg := client.NewRegistry(&client.Definition{Name: "anywhere", Run: run})
-	if err := reg.CheckOS("anywhere", "plan9"); err != nil {
+	if err := client.CheckOS(reg, "anywhere", "plan9"); err != nil {
 		t.Errorf("CheckClient(a client with no OS list, plan9) = %v, want nil", err)
 	}
 }

@@ -70,7 +70,13 @@ func (f *storeFlags) open(ctx context.Context, logger *slog.Logger) (credstore.S
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	p := credstore.Params{Options: opts, Logger: logger, Results: f.results}
+	p := credstore.Params{Options: opts, Logger: logger, Results: f.results,
+		// Another mst holding a server's lock (refreshing its token, or
+		// authorizing it) makes this one wait: say so, or it looks hung.
+		LockWaiting: func(server string) {
+			logger.Warn("waiting for another mst that holds this server's grant (it is refreshing or authorizing it)", "server", server)
+		},
+	}
 	if f.secretsFile != "" {
 		set, err := secrets.Load(f.secretsFile)
 		if err != nil {

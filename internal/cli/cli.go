@@ -16,10 +16,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/internal/builtin"
 	"github.com/mst-eval/mst/internal/engine/run"
-	"github.com/mst-eval/mst/internal/engine/shard"
 	"github.com/mst-eval/mst/plugin"
 )
 
@@ -145,9 +143,7 @@ func MainWith(ctx context.Context, args []string, stdio Stdio, plugins []plugin.
 		stdio.Parts = builtin.New(plugins, envMap(stdio.Env)[plugin.SearchPathVar], Version)
 	}
 	defer stdio.Parts.Close()
-	ctx = grade.WithRegistry(ctx, stdio.Parts.Graders())
 	ctx = withStoreReports(ctx, stdio.Err)
-	ctx = shard.WithPluginVersions(ctx, stdio.Parts.ShardPlugins)
 	root := newRoot(stdio)
 	root.SetArgs(args)
 	root.SetIn(stdio.In)

@@ -144,7 +144,7 @@ func describeClient(reg *client.Registry, d *client.Definition, goos string) cli
 	if len(bytes.TrimSpace(info.Options)) == 0 {
 		info.Options = json.RawMessage(emptyOptions)
 	}
-	if err := reg.CheckOS(d.Name, goos); err != nil {
+	if err := client.CheckOS(reg, d.Name, goos); err != nil {
 		info.Available, info.AvailableError = false, err.Error()
 	}
 	return info

@@ -117,7 +117,7 @@ func newCollectCmd(stdio Stdio) *cobra.Command {
 			}
 			defer os.RemoveAll(work)
 			w := &shard.Worker{
-				Clients: stdio.parts().Clients(), Results: ws.results, Secrets: ws.set,
+				Clients: stdio.parts().Clients(), Plugins: stdio.parts().ShardPlugins, Results: ws.results, Secrets: ws.set,
 				Environment: run.Environment(b.Run.Runner.Name), Logger: ws.logger,
 				MSTVersion: ws.version, WorkDir: work, Heartbeat: f.heartbeat,
 				// The image this machine runs, as its runner said.
@@ -164,7 +164,8 @@ func newGradeShardCmd(stdio Stdio) *cobra.Command {
 			}
 			defer ws.done()
 			w := &shard.GradeWorker{
-				Providers: stdio.parts().Providers(), Results: f.results, Secrets: ws.set,
+				Providers: stdio.parts().Providers(), Graders: stdio.parts().Graders(), Plugins: stdio.parts().ShardPlugins,
+				Results: f.results, Secrets: ws.set,
 				Logger: ws.logger, MSTVersion: ws.version, Heartbeat: f.heartbeat,
 				ImageDigest: envMap(stdio.Env)[shard.ImageDigestEnv],
 			}

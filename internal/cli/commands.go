@@ -5,7 +5,6 @@ import (
 
 	"github.com/mst-eval/mst/internal/engine/eval"
 	"github.com/mst-eval/mst/internal/engine/report"
-	"github.com/mst-eval/mst/internal/engine/run"
 )
 
 func newSchemaCmd(stdio Stdio) *cobra.Command {
@@ -75,7 +74,7 @@ docs/reports.md describes every format.
 			if listed, err := listRunsIfListing(cmd.Context(), stdio, args[0], rf.json); listed {
 				return err
 			}
-			return reportCommand(run.WithGradeSet(cmd.Context(), gradeSet), stdio, args[0], rf)
+			return reportCommand(cmd.Context(), stdio, args[0], rf, gradeSet)
 		},
 	}
 	rf.add(cmd)

@@ -100,11 +100,11 @@ func compareCommand(ctx context.Context, stdio Stdio, baseRef, runRef string, f 
 	if err := checkGradeSet(ctx, rst, "--grades", f.grades); err != nil {
 		return err
 	}
-	base, err := run.LoadReport(run.WithGradeSet(ctx, f.baseGrades), bst)
+	base, err := run.LoadReportWith(ctx, bst, run.ReportOptions{GradeSet: f.baseGrades, Graders: stdio.Parts.Graders()})
 	if err != nil {
 		return err
 	}
-	rep, err := run.LoadReport(run.WithGradeSet(ctx, f.grades), rst)
+	rep, err := run.LoadReportWith(ctx, rst, run.ReportOptions{GradeSet: f.grades, Graders: stdio.Parts.Graders()})
 	if err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func compareCommand(ctx context.Context, stdio Stdio, baseRef, runRef string, f 
 		return err
 	}
 	c := report.CompareRuns(base, rep, bt, rt)
-	res, err := g.evaluate(ctx, rep, nil)
+	res, err := g.evaluate(ctx, stdio.Parts.Graders(), rep, nil)
 	if err != nil {
 		return err
 	}

@@ -56,11 +56,11 @@ func compareGradeSets(ctx context.Context, stdio Stdio, st store.Run, f compareF
 	if other == f.baseGrades {
 		return withCode(ExitUsage, fmt.Errorf("--base-grades %s: that is the set compared with it too; give --grades M, another of run %s's sets (%s)", f.baseGrades, name, strings.Join(ids, ", ")))
 	}
-	base, err := run.LoadReport(run.WithGradeSet(ctx, f.baseGrades), st)
+	base, err := run.LoadReportWith(ctx, st, run.ReportOptions{GradeSet: f.baseGrades, Graders: stdio.Parts.Graders()})
 	if err != nil {
 		return err
 	}
-	rep, err := run.LoadReport(run.WithGradeSet(ctx, other), st)
+	rep, err := run.LoadReportWith(ctx, st, run.ReportOptions{GradeSet: other, Graders: stdio.Parts.Graders()})
 	if err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func compareGradeSets(ctx context.Context, stdio Stdio, st store.Run, f compareF
 		return err
 	}
 	c := report.CompareGradeSets(base, rep, baseGrades, grades)
-	res, err := g.evaluate(ctx, rep, nil)
+	res, err := g.evaluate(ctx, stdio.Parts.Graders(), rep, nil)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/mst-eval/mst/grade"
 	"github.com/mst-eval/mst/internal/engine/report"
 	"github.com/mst-eval/mst/internal/engine/run"
 	"github.com/mst-eval/mst/transcript"
@@ -204,14 +205,14 @@ type gateResult struct {
 
 // evaluate runs the gates on rep, of the stored run st; with --baseline
 // it loads the base run and compares.
-func (g gates) evaluate(ctx context.Context, rep report.Report, runTools func() (report.ToolHashes, error)) (gateResult, error) {
+func (g gates) evaluate(ctx context.Context, graders *grade.Registry, rep report.Report, runTools func() (report.ToolHashes, error)) (gateResult, error) {
 	var res gateResult
 	if err := g.checkVariants(rep); err != nil {
 		return res, err
 	}
 	res.failed = g.passRateFailures(rep)
 	if g.baseline != "" {
-		bst, base, err := loadRun(ctx, g.baseline)
+		bst, base, err := loadRun(ctx, g.baseline, run.ReportOptions{Graders: graders})
 		if err != nil {
 			return res, fmt.Errorf("--baseline %w", err)
 		}
@@ -262,7 +263,7 @@ func runGates(ctx context.Context, stdio Stdio, stdout io.Writer, g gates, out *
 	if !g.any() {
 		return nil
 	}
-	res, err := g.evaluate(ctx, out.Report, func() (report.ToolHashes, error) { return runToolHashes(ctx, out.Store) })
+	res, err := g.evaluate(ctx, stdio.Parts.Graders(), out.Report, func() (report.ToolHashes, error) { return runToolHashes(ctx, out.Store) })
 	if err != nil {
 		return err
 	}

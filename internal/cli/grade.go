@@ -130,7 +130,7 @@ func gradeRun(ctx context.Context, stdio Stdio, ref string, f gradeFlags) (err e
 	var specs []json.RawMessage
 	gradersFile := ""
 	if f.graders != "" {
-		if specs, err = readGradersFile(f.graders); err != nil {
+		if specs, err = readGradersFile(f.graders, stdio.Parts.Graders()); err != nil {
 			return withCode(ExitUsage, err)
 		}
 		gradersFile = f.graders
@@ -158,7 +158,7 @@ func gradeRun(ctx context.Context, stdio Stdio, ref string, f gradeFlags) (err e
 		// alone: nothing of this machine's environment goes with it.
 		env = nil
 	}
-	keyNames, err := judgeKeys(ctx, st, keySpecs, providers, set, env, f.secretsFile)
+	keyNames, err := judgeKeys(ctx, st, keySpecs, stdio.Parts.Graders(), providers, set, env, f.secretsFile)
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
@@ -200,7 +200,7 @@ func gradeRun(ctx context.Context, stdio Stdio, ref string, f gradeFlags) (err e
 	}
 	out, err := run.Regrade(ctx, st, run.RegradeOptions{
 		Graders: specs, GradersFile: gradersFile, Judges: judges, Resume: f.resume,
-		Progress: progress, On: gradeOn,
+		Progress: progress, On: gradeOn, Registry: stdio.Parts.Graders(),
 	})
 	if fp != nil && out != nil && out.Set.ID != "" {
 		fp.set(func(p *detach.Progress) { p.GradeSet = out.Set.ID })
@@ -229,7 +229,7 @@ const maxGradersFile = 1 << 20
 
 // readGradersFile reads a YAML or JSON file that holds a list of graders,
 // or an object whose graders key does, and checks every grader.
-func readGradersFile(path string) ([]json.RawMessage, error) {
+func readGradersFile(path string, graders *grade.Registry) ([]json.RawMessage, error) {
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("--graders: %w", err)
@@ -262,7 +262,7 @@ func readGradersFile(path string) ([]json.RawMessage, error) {
 	if err := json.Unmarshal(js, &specs); err != nil || len(js) == 0 || js[0] != '[' {
 		return nil, fmt.Errorf("--graders %s: write a list of graders, such as [{\"toolCalled\": \"get_forecast\"}], or an object with a graders list", path)
 	}
-	if _, err := grade.ParseAll(specs); err != nil {
+	if _, err := grade.ParseAllIn(graders, specs); err != nil {
 		return nil, fmt.Errorf("--graders %s: graders%w", path, err)
 	}
 	return specs, nil
@@ -272,8 +272,8 @@ func readGradersFile(path string) ([]json.RawMessage, error) {
 // read, adds those set only in MST's environment to set (so they are
 // redacted), and fails naming any a judge needs that is set nowhere. It
 // returns the names of the keys the judges read.
-func judgeKeys(ctx context.Context, st store.Run, specs []json.RawMessage, providers *provider.Registry, set *secrets.Set, env map[string]string, secretsFile string) ([]string, error) {
-	gs, err := grade.ParseAll(specs)
+func judgeKeys(ctx context.Context, st store.Run, specs []json.RawMessage, graders *grade.Registry, providers *provider.Registry, set *secrets.Set, env map[string]string, secretsFile string) ([]string, error) {
+	gs, err := grade.ParseAllIn(graders, specs)
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +282,7 @@ func judgeKeys(ctx context.Context, st store.Run, specs []json.RawMessage, provi
 		return nil, err
 	}
 	for _, c := range cases {
-		own, err := grade.ParseAll(c.Expect)
+		own, err := grade.ParseAllIn(graders, c.Expect)
 		if err != nil {
 			return nil, fmt.Errorf("case %q: expect%w", c.ID, err)
 		}
@@ -343,7 +343,7 @@ func newGradeOn(parts *builtin.Parts, name, flag string, rdef *runner.Definition
 		}
 	}
 	return &run.GradeOn{
-		Runner: gdef, Chosen: chosen, Secrets: run.OnlyNames(set, keyNames), Limits: limits.Providers,
+		Runner: gdef, Plugins: parts.ShardPlugins, Chosen: chosen, Secrets: run.OnlyNames(set, keyNames), Limits: limits.Providers,
 		MST: []string{exe}, MSTVersion: Version, Logger: logger,
 	}, nil
 }

@@ -33,7 +33,7 @@ func addHTMLFlag(cmd *cobra.Command, stdio Stdio) {
 			if err != nil {
 				return err
 			}
-			rep, err := run.LoadReport(c.Context(), st)
+			rep, err := run.LoadReportWith(c.Context(), st, run.ReportOptions{Graders: stdio.Parts.Graders()})
 			if err != nil {
 				return err
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/mst-eval/mst/internal/builtin"
 	"github.com/mst-eval/mst/internal/engine/eval"
 	"github.com/mst-eval/mst/internal/engine/run"
+	"github.com/mst-eval/mst/internal/provider"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/store"
@@ -284,7 +285,7 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 		progress = newFileProgress(progress, f.detach.progressFile, false)
 	}
 	out, err := run.Execute(deadlineCtx, plan, run.Options{
-		Store: results, Clients: req.Clients,
+		Store: results, Clients: req.Clients, Plugins: stdio.Parts.ShardPlugins,
 		Runner: rdef, Chosen: chosen, Secrets: set, Redact: redact,
 		Progress: progress, Logger: logger,
 		MSTVersion: Version, MST: []string{exe}, GradeOn: gradeOn, Credentials: creds,
@@ -360,7 +361,7 @@ var errDeadline = errors.New("the run's --deadline passed")
 // keyVarNames lists every key variable a built-in client or provider
 // reads, for help texts.
 func keyVarNames(parts *builtin.Parts) []string {
-	names := parts.Providers().KeyVars()
+	names := provider.KeyVars(parts.Providers())
 	clients := parts.Clients()
 	for _, n := range clients.Names() {
 		d, _ := clients.Lookup(n)

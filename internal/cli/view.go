@@ -39,7 +39,7 @@ another machine, forward the port (ssh -L PORT:127.0.0.1:PORT host).`,
 				return withCode(ExitUsage, err)
 			}
 			page := func(ctx context.Context) ([]byte, error) {
-				rep, err := run.LoadReport(ctx, st)
+				rep, err := run.LoadReportWith(ctx, st, run.ReportOptions{Graders: stdio.Parts.Graders()})
 				if err != nil {
 					return nil, err
 				}

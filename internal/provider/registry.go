@@ -1,10 +1,13 @@
 package provider
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/mst-eval/mst/internal/ground/registry"
 )
 
 // Definition describes a model provider: the name that starts a model
@@ -97,56 +100,30 @@ func CheckBaseURL(option, baseURL, by string, appends ...string) error {
 	return nil
 }
 
-// Registry holds provider definitions by name. The built-in ones are
-// registered in one place (internal/builtin); a custom build of mst may add
-// its own. A Registry is safe for concurrent use once built.
-type Registry struct {
-	defs map[string]*Definition
-}
+// Registry holds provider definitions by name (MST's one registry shape).
+// The built-in ones are registered in one place (internal/builtin); a
+// custom build of mst may add its own. A Registry is safe for concurrent
+// use once built.
+type Registry = registry.Registry[*Definition]
 
 // NewRegistry returns a registry holding defs. A duplicate name, an empty
 // name or a name with a "/" panics: each is a programming error.
 func NewRegistry(defs ...*Definition) *Registry {
-	r := &Registry{defs: map[string]*Definition{}}
-	for _, d := range defs {
-		switch {
-		case d.Name == "" || strings.Contains(d.Name, "/"):
-			panic(fmt.Sprintf("provider name %q is empty or has a slash", d.Name))
-		case r.defs[d.Name] != nil:
-			panic(fmt.Sprintf("provider %q registered twice", d.Name))
+	return registry.New("provider", func(d *Definition) string { return d.Name }, defs, registry.Check(func(d *Definition) error {
+		if strings.Contains(d.Name, "/") {
+			return errors.New("a provider's name has no slash")
 		}
-		r.defs[d.Name] = d
-	}
-	return r
-}
-
-// Lookup returns the definition named name, or an error that lists the
-// known names: unknown provider "antrhopic" (known: anthropic, google,
-// offline, openai).
-func (r *Registry) Lookup(name string) (*Definition, error) {
-	if d, ok := r.defs[name]; ok {
-		return d, nil
-	}
-	return nil, fmt.Errorf("unknown provider %q (known: %s)", name, strings.Join(r.Names(), ", "))
-}
-
-// Names lists the registered providers in alphabetical order.
-func (r *Registry) Names() []string {
-	names := make([]string, 0, len(r.defs))
-	for n := range r.defs {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
+		return nil
+	}))
 }
 
 // Buildable lists, in alphabetical order, the providers MST can build
 // itself: those whose definition has New.
-func (r *Registry) Buildable() []string {
+func Buildable(r *Registry) []string {
 	var names []string
-	for _, n := range r.Names() {
-		if r.defs[n].New != nil {
-			names = append(names, n)
+	for _, d := range r.All() {
+		if d.New != nil {
+			names = append(names, d.Name)
 		}
 	}
 	return names
@@ -154,10 +131,10 @@ func (r *Registry) Buildable() []string {
 
 // KeyVars lists, in alphabetical order and without repeats, the key
 // variables the providers read.
-func (r *Registry) KeyVars() []string {
+func KeyVars(r *Registry) []string {
 	var vars []string
-	for _, n := range r.Names() {
-		if v := r.defs[n].KeyVar; v != "" && !slices.Contains(vars, v) {
+	for _, d := range r.All() {
+		if v := d.KeyVar; v != "" && !slices.Contains(vars, v) {
 			vars = append(vars, v)
 		}
 	}

@@ -51,8 +51,8 @@ func TestRegistryLists(t *testing.T) {
 		got, want []string
 	}{
 		{"Names()", r.Names(), []string{"anthropic", "anthropic-gateway", "google", "offline", "openai"}},
-		{"Buildable()", r.Buildable(), []string{"anthropic", "anthropic-gateway", "offline", "openai"}},
-		{"KeyVars()", r.KeyVars(), []string{"ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENAI_API_KEY"}},
+		{"Buildable()", provider.Buildable(r), []string{"anthropic", "anthropic-gateway", "offline", "openai"}},
+		{"KeyVars()", provider.KeyVars(r), []string{"ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENAI_API_KEY"}},
 		{"empty Names()", provider.NewRegistry().Names(), []string{}},
 	} {
 		if diff := cmp.Diff(tt.want, tt.got); diff != "" {
@@ -69,8 +69,8 @@ func TestNewRegistryPanics(t *testing.T) {
 		want string
 	}{
 		{"duplicate", []*provider.Definition{{Name: "openai"}, {Name: "anthropic"}, {Name: "openai"}}, `provider "openai" registered twice`},
-		{"empty name", []*provider.Definition{{Name: ""}}, `provider name "" is empty or has a slash`},
-		{"slash", []*provider.Definition{{Name: "openai/azure"}}, `provider name "openai/azure" is empty or has a slash`},
+		{"empty name", []*provider.Definition{{Name: ""}}, `a provider without a name`},
+		{"slash", []*provider.Definition{{Name: "openai/azure"}}, `provider "openai/azure": a provider's name has no slash`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

@@ -36,11 +36,11 @@ func (c Catalog) ClientOptions(name string) (json.RawMessage, error) {
 func (c Catalog) ProviderNames() []string { return c.Providers.Names() }
 
 // GraderSchema is the JSON Schema of one grader spec.
-func (c Catalog) GraderSchema() json.RawMessage { return c.Graders.Schema() }
+func (c Catalog) GraderSchema() json.RawMessage { return grade.SchemaOf(c.Graders) }
 
 // ParseGrader checks one grader spec.
 func (c Catalog) ParseGrader(spec json.RawMessage) error {
-	_, err := c.Graders.Parse(spec)
+	_, err := grade.ParseIn(c.Graders, spec)
 	return err
 }
 

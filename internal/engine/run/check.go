@@ -38,7 +38,7 @@ func Check(cfg *eval.Config, cases []dataset.Case, reg *client.Registry, goos st
 			continue
 		}
 		if goos != "" {
-			err = reg.CheckOS(v.Client, goos)
+			err = client.CheckOS(reg, v.Client, goos)
 		} else {
 			err = runsSomewhere(reg, def)
 		}
@@ -131,7 +131,7 @@ func runsSomewhere(reg *client.Registry, def *client.Definition) error {
 	}
 	var first error
 	for _, o := range oses {
-		err := reg.CheckOS(def.Name, o)
+		err := client.CheckOS(reg, def.Name, o)
 		if err == nil {
 			return nil
 		}
@@ -157,7 +157,7 @@ func CheckMachine(file string, reg *client.Registry, b *shard.Bundle, goos strin
 			continue
 		}
 		seen[set.Variant] = true
-		if err := reg.CheckOS(set.Client, goos); err != nil {
+		if err := client.CheckOS(reg, set.Client, goos); err != nil {
 			errs = append(errs, fmt.Sprintf("%s: variants.%s.client: %v", file, set.Variant, err))
 		}
 	}

@@ -32,7 +32,10 @@ import (
 // alone, never to a collect worker.
 type GradeOn struct {
 	Runner *runner.Definition
-	Chosen RunnerChoice
+	// Plugins are this process's plugin versions: each grade bundle lists
+	// those of its graders' plugins, which its workers must have.
+	Plugins shard.PluginVersions
+	Chosen  RunnerChoice
 	// Secrets are the judges' keys: all a grade worker is sent.
 	Secrets *secrets.Set
 	// Limits caps the trials graded at once per provider of their judges
@@ -264,7 +267,7 @@ func (g *GradeOn) bundles(ctx context.Context, st store.Run, rec transcript.Run,
 		w.Trials = append(w.Trials, k)
 	}
 	var out []*shard.Bundle
-	plugins := shard.BundlePlugins(ctx, graderNamespaces(specs, cases))
+	plugins := g.Plugins.For(graderNamespaces(specs, cases))
 	for i, w := range work {
 		if w == nil {
 			continue

@@ -25,6 +25,9 @@ type ReportOptions struct {
 	// Judges reach the judges' models, for trials that still need a
 	// grade; nil leaves such trials not graded (shown, not stored).
 	Judges *grade.Judges
+	// Graders are the grader kinds the run's graders are read with (built
+	// in and plugins'); nil means the built-in ones.
+	Graders *grade.Registry
 }
 
 // LoadReport builds the report of a stored run from the store alone: its
@@ -34,20 +37,10 @@ type ReportOptions struct {
 // nothing. A run the store cannot add grades to (a read-only folder) is
 // still reported.
 //
-// The grade set shown is the newest, unless ctx carries another
-// (WithGradeSet).
+// The grade set shown is the newest, and the graders are read with the
+// built-in grader kinds: LoadReportWith chooses.
 func LoadReport(ctx context.Context, st store.Run) (report.Report, error) {
-	id, _ := ctx.Value(gradeSetKey{}).(string)
-	return LoadReportWith(ctx, st, ReportOptions{GradeSet: id})
-}
-
-type gradeSetKey struct{}
-
-// WithGradeSet returns ctx carrying the grade set that LoadReport shows
-// ("" for the newest), so a command whose report goes through code of its
-// own (mst report --grades N) can choose it.
-func WithGradeSet(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, gradeSetKey{}, id)
+	return LoadReportWith(ctx, st, ReportOptions{})
 }
 
 // LoadReportWith is LoadReport with a choice of grade set, and the Judges
@@ -66,7 +59,7 @@ func LoadReportWith(ctx context.Context, st store.Run, o ReportOptions) (report.
 	if err != nil {
 		return report.Report{}, err
 	}
-	byCase, err := caseGraders(grade.RegistryFrom(ctx), info.Graders, cases, "the run's graders")
+	byCase, err := caseGraders(o.Graders, info.Graders, cases, "the run's graders")
 	if err != nil {
 		return report.Report{}, err
 	}
@@ -353,13 +346,13 @@ func chooseGradeSet(ctx context.Context, st store.Run, id string) (store.Grades,
 // caseGraders parses the eval-level specs and each case's expect list:
 // the graders of every case.
 func caseGraders(reg *grade.Registry, specs []json.RawMessage, cases []caseSpec, what string) (map[string][]grade.Grader, error) {
-	global, err := reg.ParseAll(specs)
+	global, err := grade.ParseAllIn(reg, specs)
 	if err != nil {
 		return nil, fmt.Errorf("%s%w", what, err)
 	}
 	byCase := make(map[string][]grade.Grader, len(cases))
 	for _, c := range cases {
-		own, err := reg.ParseAll(c.Expect)
+		own, err := grade.ParseAllIn(reg, c.Expect)
 		if err != nil {
 			return nil, fmt.Errorf("case %q: expect%w", c.ID, err)
 		}

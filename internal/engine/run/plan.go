@@ -271,9 +271,6 @@ func NewPlan(ctx context.Context, req Request) (*Plan, error) {
 	} else if req.RetryErrored {
 		return nil, invalid(errors.New("--retry-errored goes with --resume RUN"))
 	}
-	if req.Graders == nil {
-		req.Graders = grade.RegistryFrom(ctx)
-	}
 	cat := Catalog{Clients: req.Clients, Providers: req.Providers, Graders: req.Graders, Sources: req.Sources, PluginVersions: req.PluginVersions}
 	cfg, err := eval.LoadWith(path, cat,
 		eval.LoadOptions{Dir: req.ConfigDir, DatasetsLoaded: req.Datasets != nil})
@@ -405,14 +402,14 @@ func (p *Plan) selectTrials(cases []dataset.Case) error {
 // parseGraders parses the eval's graders and each case's once; every bad
 // case is reported.
 func (p *Plan) parseGraders() error {
-	global, err := p.gradeReg.ParseAll(p.Config.Graders)
+	global, err := grade.ParseAllIn(p.gradeReg, p.Config.Graders)
 	if err != nil {
 		return fmt.Errorf("%s: graders%w", p.Config.File, err)
 	}
 	p.graders = make(map[string][]grade.Grader, len(p.Cases))
 	var bad []error
 	for _, c := range p.Cases {
-		own, err := p.gradeReg.ParseAll(c.Expect)
+		own, err := grade.ParseAllIn(p.gradeReg, c.Expect)
 		if err != nil {
 			bad = append(bad, fmt.Errorf("%s: case %q: expect%w", c.Source, c.ID, err))
 			continue

@@ -44,7 +44,7 @@ func (p *Plan) redactGraders(r *secrets.Redactor) error {
 	globalSpecs, globalChanged := redact(global)
 	var parsedGlobal []grade.Grader
 	if globalChanged {
-		gs, err := p.gradeReg.ParseAll(globalSpecs)
+		gs, err := grade.ParseAllIn(p.gradeReg, globalSpecs)
 		if err != nil {
 			return fmt.Errorf("%s: graders%w (after redacting secret values from it)", p.Config.File, err)
 		}
@@ -61,7 +61,7 @@ func (p *Plan) redactGraders(r *secrets.Redactor) error {
 			gs = append(slices.Clip(parsedGlobal), gs[len(global):]...)
 		}
 		if changed {
-			own, err := p.gradeReg.ParseAll(specs)
+			own, err := grade.ParseAllIn(p.gradeReg, specs)
 			if err != nil {
 				bad = append(bad, fmt.Errorf("%s: case %q: expect%w (after redacting secret values from it)", c.Source, c.ID, err))
 				continue

@@ -36,6 +36,9 @@ type RegradeOptions struct {
 	// On, when set, grades on a runner's machines (mst grade --runner)
 	// instead of here; Judges is then unused.
 	On *GradeOn
+	// Registry holds the grader kinds Graders are read with (built in and
+	// plugins'); nil means the built-in ones.
+	Registry *grade.Registry
 }
 
 // remoteFlush is how often grades coming from a runner are stored.
@@ -99,7 +102,7 @@ func Regrade(ctx context.Context, st store.Run, o RegradeOptions) (*Regraded, er
 	if o.GradersFile != "" {
 		what = o.GradersFile
 	}
-	byCase, err := caseGraders(grade.RegistryFrom(ctx), o.Graders, cases, what)
+	byCase, err := caseGraders(o.Registry, o.Graders, cases, what)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +223,7 @@ func Regrade(ctx context.Context, st store.Run, o RegradeOptions) (*Regraded, er
 	if err := ctx.Err(); err != nil {
 		return &Regraded{Set: set, Graded: graded}, fmt.Errorf("interrupted: grade set %s of run %s is partial (%d trials graded now); finish it with mst grade %s --resume %s", set.ID, rec.ID, graded, st.Location(), set.ID)
 	}
-	rep, err := LoadReportWith(ctx, st, ReportOptions{GradeSet: set.ID, Judges: o.Judges})
+	rep, err := LoadReportWith(ctx, st, ReportOptions{GradeSet: set.ID, Judges: o.Judges, Graders: o.Registry})
 	if err != nil {
 		return nil, err
 	}

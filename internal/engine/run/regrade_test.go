@@ -63,7 +63,7 @@ func TestRegradeKeepsBothSets(t *testing.T) {
 		t.Errorf("the two judges share a hash")
 	}
 	// Set 1 is kept as it was: its report is the run's.
-	first, err := run.LoadReport(run.WithGradeSet(t.Context(), "1"), st)
+	first, err := run.LoadReportWith(t.Context(), st, run.ReportOptions{GradeSet: "1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestRegradeKeepsBothSets(t *testing.T) {
 	if !strings.Contains(text.String(), "Grades: set 2 of 2 (mst grade, ") || !strings.Contains(text.String(), "graders from judges.yaml") {
 		t.Errorf("the text report does not say which grade set it shows:\n%s", text.String())
 	}
-	if _, err := run.LoadReport(run.WithGradeSet(t.Context(), "3"), st); err == nil || !strings.Contains(err.Error(), "has no grade set \"3\": its sets are 1, 2") {
+	if _, err := run.LoadReportWith(t.Context(), st, run.ReportOptions{GradeSet: "3"}); err == nil || !strings.Contains(err.Error(), "has no grade set \"3\": its sets are 1, 2") {
 		t.Errorf("an unknown set: %v", err)
 	}
 }

@@ -53,6 +53,9 @@ type Options struct {
 	Store store.Store
 	// Clients are the clients an in-process worker opens.
 	Clients *client.Registry
+	// Plugins are this process's plugin versions: each bundle lists those
+	// its workers must have, and an in-process worker reports them.
+	Plugins shard.PluginVersions
 	// Runner runs the shards, with the --runner-option values chosen.
 	Runner *runner.Definition
 	Chosen RunnerChoice
@@ -381,7 +384,7 @@ func runShards(ctx context.Context, p *Plan, o Options, rn runner.Runner, rec tr
 				namespaces = append(namespaces, ns)
 			}
 		}
-		b.Plugins = shard.BundlePlugins(ctx, namespaces)
+		b.Plugins = o.Plugins.For(namespaces)
 	}
 	// With the run in a bucket, the workers of machine runners write each
 	// transcript there themselves and the coordinator reads it from there;
@@ -460,7 +463,7 @@ func inProcess(results func() store.Run, o Options, runnerName string) runner.In
 		}
 		defer os.RemoveAll(work)
 		w := &shard.Worker{
-			Clients: o.Clients, Results: results(), Environment: Environment(runnerName),
+			Clients: o.Clients, Plugins: o.Plugins, Results: results(), Environment: Environment(runnerName),
 			Logger: o.Logger, MSTVersion: o.MSTVersion, WorkDir: work, Heartbeat: o.Heartbeat,
 		}
 		return w.Run(ctx, b, in, out)

@@ -33,6 +33,11 @@ import (
 // grade to Results as GradePath names it, and reports it (graded).
 type GradeWorker struct {
 	Providers *provider.Registry
+	// Graders are the grader kinds this process has (built in and its
+	// plugins'); nil means the built-in ones. Plugins are its plugin
+	// versions, which hello reports.
+	Graders *grade.Registry
+	Plugins PluginVersions
 	// Results is the folder the worker writes grades to; the coordinator
 	// fetches them back from there.
 	Results string
@@ -67,7 +72,7 @@ func (w *GradeWorker) Run(ctx context.Context, b *Bundle, bundleDir string, in i
 	if w.Logger == nil {
 		w.Logger = slog.New(slog.DiscardHandler)
 	}
-	byCase, providers, err := gradeWorkGraders(grade.RegistryFrom(ctx), b.Grade)
+	byCase, providers, err := gradeWorkGraders(w.Graders, b.Grade)
 	if err != nil {
 		return fmt.Errorf("the bundle's graders: %w", err)
 	}
@@ -83,7 +88,7 @@ func (w *GradeWorker) Run(ctx context.Context, b *Bundle, bundleDir string, in i
 	})
 	defer r.tokens.close()
 	go r.readCoordinator(in, cancel)
-	if err := enc.Write(&protocol.Hello{Protocol: protocol.Protocol, MSTVersion: w.MSTVersion, Shard: b.Shard, ImageDigest: w.ImageDigest, OS: runtime.GOOS, Arch: runtime.GOARCH, Plugins: pluginVersions(ctx, slices.Collect(maps.Keys(b.Plugins)))}); err != nil {
+	if err := enc.Write(&protocol.Hello{Protocol: protocol.Protocol, MSTVersion: w.MSTVersion, Shard: b.Shard, ImageDigest: w.ImageDigest, OS: runtime.GOOS, Arch: runtime.GOARCH, Plugins: w.Plugins.For(slices.Collect(maps.Keys(b.Plugins)))}); err != nil {
 		return fmt.Errorf("writing hello: %w", err)
 	}
 	hbCtx, stopHB := context.WithCancel(context.Background())
@@ -191,7 +196,7 @@ func (g *gradeRun) trial(ctx context.Context, k transcript.Key) {
 // eval-level graders and then its own. providers lists, by case, the model
 // providers its judges use, whose room a trial of the case takes.
 func gradeWorkGraders(reg *grade.Registry, w *GradeWork) (byCase map[string][]grade.Grader, providers map[string][]string, err error) {
-	global, err := reg.ParseAll(w.Graders)
+	global, err := grade.ParseAllIn(reg, w.Graders)
 	if err != nil {
 		return nil, nil, fmt.Errorf("graders%w", err)
 	}
@@ -199,7 +204,7 @@ func gradeWorkGraders(reg *grade.Registry, w *GradeWork) (byCase map[string][]gr
 	providers = map[string][]string{}
 	var errs []error
 	for _, c := range w.Cases {
-		own, err := reg.ParseAll(c.Expect)
+		own, err := grade.ParseAllIn(reg, c.Expect)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("case %q: expect%w", c.ID, err))
 			continue

@@ -1,7 +1,6 @@
 package shard
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -14,18 +13,11 @@ import (
 // program plugins of namespaces. A namespace it does not have is left out.
 type PluginVersions func(namespaces []string) map[string]string
 
-type pluginsKey struct{}
-
-// WithPluginVersions returns ctx carrying f, which bundles (Bundle.Plugins)
-// and hellos (Hello.Plugins) are filled from. mst sets it once per
-// command.
-func WithPluginVersions(ctx context.Context, f PluginVersions) context.Context {
-	return context.WithValue(ctx, pluginsKey{}, f)
-}
-
-// pluginVersions asks ctx's PluginVersions; nil when ctx has none.
-func pluginVersions(ctx context.Context, namespaces []string) map[string]string {
-	f, _ := ctx.Value(pluginsKey{}).(PluginVersions)
+// For returns the versions f gives for namespaces: what a bundle's Plugins
+// holds (the plugins the coordinator has that a worker of it must have
+// too), and what a worker's hello says it has. It is nil when f is nil or
+// gives none.
+func (f PluginVersions) For(namespaces []string) map[string]string {
 	if f == nil {
 		return nil
 	}
@@ -34,12 +26,6 @@ func pluginVersions(ctx context.Context, namespaces []string) map[string]string 
 		return nil
 	}
 	return v
-}
-
-// BundlePlugins is what a bundle's Plugins holds: the versions of the
-// plugins the coordinator has that a worker of it must have too.
-func BundlePlugins(ctx context.Context, namespaces []string) map[string]string {
-	return pluginVersions(ctx, namespaces)
 }
 
 // checkPlugins compares the worker's plugins with those of its bundle; nil

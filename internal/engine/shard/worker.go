@@ -33,6 +33,8 @@ const HeartbeatEvery = 10 * time.Second
 // Worker runs the trials of one shard: the one trial loop every runner uses.
 type Worker struct {
 	Clients *client.Registry
+	// Plugins are this process's plugin versions, which hello reports.
+	Plugins PluginVersions
 	// Results is where the worker writes transcripts: the run's store
 	// itself (the local runner), or a folder on the worker's machine the
 	// coordinator fetches them from. Open it with a redactor of Secrets
@@ -118,7 +120,7 @@ func (w *Worker) Run(ctx context.Context, b *Bundle, in io.Reader, out io.Writer
 	hbCtx, stopHB := context.WithCancel(context.Background())
 	defer stopHB()
 	go r.heartbeat(hbCtx)
-	if err := enc.Write(&protocol.Hello{Protocol: protocol.Protocol, MSTVersion: w.MSTVersion, Shard: b.Shard, ImageDigest: w.ImageDigest, OS: runtime.GOOS, Arch: runtime.GOARCH, ClientVersions: w.clientVersions(ctx, b), Plugins: pluginVersions(ctx, slices.Collect(maps.Keys(b.Plugins)))}); err != nil {
+	if err := enc.Write(&protocol.Hello{Protocol: protocol.Protocol, MSTVersion: w.MSTVersion, Shard: b.Shard, ImageDigest: w.ImageDigest, OS: runtime.GOOS, Arch: runtime.GOARCH, ClientVersions: w.clientVersions(ctx, b), Plugins: w.Plugins.For(slices.Collect(maps.Keys(b.Plugins)))}); err != nil {
 		return fmt.Errorf("writing hello: %w", err)
 	}
 	// The readiness check starts servers: only for a worker the

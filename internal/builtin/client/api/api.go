@@ -29,7 +29,7 @@ func Definition(providers *provider.Registry) *client.Definition {
 		Options:        optionsSchema(providers),
 		Timeout:        defaultTimeout,
 		ProviderKeys:   true,
-		ModelProviders: providers.Buildable(),
+		ModelProviders: provider.Buildable(providers),
 		Concurrent:     true,
 		ProxiedServers: true,
 		// The session runs in the worker: it calls the proxies' own
@@ -49,7 +49,7 @@ func Definition(providers *provider.Registry) *client.Definition {
 // key: "ANTHROPIC_API_KEY for anthropic/ models", "none for offline".
 func credentials(providers *provider.Registry) []string {
 	var out []string
-	for _, name := range providers.Buildable() {
+	for _, name := range provider.Buildable(providers) {
 		def, _ := providers.Lookup(name)
 		switch {
 		case def.KeyVar == "":

@@ -77,7 +77,7 @@ func optionsSchema(providers *provider.Registry) json.RawMessage {
 // openai/)".
 func keyVarsByProvider(providers *provider.Registry) string {
 	var each []string
-	for _, name := range providers.Buildable() {
+	for _, name := range provider.Buildable(providers) {
 		if def, _ := providers.Lookup(name); def.KeyVar != "" {
 			each = append(each, def.KeyVar+" for "+name+"/")
 		}

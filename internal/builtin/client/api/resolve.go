@@ -19,7 +19,7 @@ func newProvider(reg *provider.Registry, p client.OpenParams, o Options) (provid
 	}
 	if def.New == nil {
 		return nil, fmt.Errorf("model %s: the api client runs models of %s, not %s (MST has no API implementation of it): use a client that runs %s models (mst clients)",
-			p.Model, strings.Join(reg.Buildable(), ", "), name, name)
+			p.Model, strings.Join(provider.Buildable(reg), ", "), name, name)
 	}
 	if err := def.CheckBaseURL("clientOptions.baseURL", o.BaseURL); err != nil {
 		return nil, fmt.Errorf("model %s: %w", p.Model, err)

@@ -88,7 +88,12 @@ func Definition() *credstore.Definition {
 			if err != nil {
 				return nil, err
 			}
-			return Open(ctx, raw, aead)
+			st, err := Open(ctx, raw, aead)
+			if err != nil {
+				return nil, err
+			}
+			st.Waiting = p.LockWaiting
+			return st, nil
 		},
 	}
 }
@@ -125,6 +130,9 @@ func Location(option, results string) (string, error) {
 type Store struct {
 	s    *blobstore.Store
 	aead cipher.AEAD
+	// Waiting, when set, is called when WithLock has to wait
+	// (credstore.Params.LockWaiting).
+	Waiting func(server string)
 	// checkOK is set once the key is known to be the store's.
 	mu      sync.Mutex
 	checkOK bool
@@ -334,7 +342,9 @@ func (st *Store) WithLock(ctx context.Context, server string, fn func(ctx contex
 	wait := func() {
 		if !waited {
 			waited = true
-			credstore.LockWaiting(ctx, server)
+			if st.Waiting != nil {
+				st.Waiting(server)
+			}
 		}
 	}
 	// Goroutines of this process wait on a channel, not by polling the

@@ -37,9 +37,13 @@ func TestMain(m *testing.M) {
 
 // openAt is the store of the folder dir: a prefix named after it under
 // baseEnv's URL.
-func openAt(dir string) (credstore.Store, error) {
+func openAt(dir string, waiting func(string)) (credstore.Store, error) {
 	sum := sha256.Sum256([]byte(dir))
-	return open(context.Background(), withPath(os.Getenv(baseEnv), hex.EncodeToString(sum[:8])), os.Getenv(keyEnv))
+	return bucketcreds.Definition().Create(context.Background(), credstore.Params{
+		Options:     map[string]string{bucketcreds.OptionURL: withPath(os.Getenv(baseEnv), hex.EncodeToString(sum[:8]))},
+		Secret:      func(name string) (string, bool) { return os.Getenv(keyEnv), name == credstore.KeySecret },
+		LockWaiting: waiting,
+	})
 }
 
 func open(ctx context.Context, raw, key string) (*bucketcreds.Store, error) {
