@@ -233,6 +233,16 @@ type SecretRef struct {
 	Name string
 }
 
+// SecretRefProblem says what is wrong with the ${secret:NAME} references
+// of an env or headers value, "" when nothing is: the one rule, which the
+// config's loader applies with the value's place and SecretRefs again.
+func SecretRefProblem(v string) string {
+	if strings.Contains(secretRef.ReplaceAllString(v, ""), secretStart) {
+		return "a ${secret:...} reference is malformed: write ${secret:NAME}, NAME as the secrets file spells it (letters, digits and _)"
+	}
+	return ""
+}
+
 // SecretRefs lists the references to secrets in s's env and headers
 // values, in a stable order, or says where one is malformed.
 func (s Server) SecretRefs() ([]SecretRef, error) {
@@ -247,8 +257,8 @@ func (s Server) SecretRefs() ([]SecretRef, error) {
 			for _, m := range secretRef.FindAllStringSubmatch(v, -1) {
 				refs = append(refs, SecretRef{Where: where, Name: m[1]})
 			}
-			if strings.Contains(secretRef.ReplaceAllString(v, ""), secretStart) {
-				return nil, fmt.Errorf("servers.%s.%s: a ${secret:...} reference is malformed: write ${secret:NAME}, NAME as the secrets file spells it (letters, digits and _)", s.Name, where)
+			if p := SecretRefProblem(v); p != "" {
+				return nil, fmt.Errorf("servers.%s.%s: %s", s.Name, where, p)
 			}
 		}
 	}

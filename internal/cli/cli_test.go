@@ -33,7 +33,7 @@ func TestScripts(t *testing.T) {
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("NO_COLOR", "1")
 			// The JUnit schema report_formats.txtar validates against.
-			xsd, err := filepath.Abs(filepath.Join("..", "..", "report", "testdata", "junit", "junit.xsd"))
+			xsd, err := filepath.Abs(filepath.Join("..", "engine", "report", "testdata", "junit", "junit.xsd"))
 			if err != nil {
 				return err
 			}

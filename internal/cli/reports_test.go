@@ -193,7 +193,7 @@ func abs(x float64) float64 {
 func TestReportJUnit(t *testing.T) {
 	r := makeReportRuns(t)
 	lint := testbin.Program(t, "apt-get install libxml2-utils", "xmllint")
-	xsd := filepath.Join("..", "..", "report", "testdata", "junit", "junit.xsd")
+	xsd := filepath.Join("..", "engine", "report", "testdata", "junit", "junit.xsd")
 	for _, tc := range []struct {
 		run      string
 		failures string

@@ -17,8 +17,13 @@
 //  3. Cross references: variant servers, tool overrides and limits name
 //     declared servers; a server has exactly one of command and url, and
 //     an http(s) url; every dataset file exists (it is not read here).
-//  4. Each variant's clientOptions against its client's own options schema,
-//     and each grader through the [Catalog].
+//  4. Each variant against its client: its clientOptions against the
+//     client's own options schema and MST's own options (timeout,
+//     apiKeyEnv: [LiftOwnOptions]); with a [ClientCatalog], the model's
+//     provider ([CheckModel]), the client's own Check of the model and
+//     options, and what only MST's proxy offers (connector servers, tool
+//     rewrites, dry runs, faults, limits.serverCalls) to a client that
+//     starts the servers itself. Each grader goes through the [Catalog].
 //
 // Problems come back as [Errors], sorted by path, one per line:
 //

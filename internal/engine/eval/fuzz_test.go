@@ -10,7 +10,7 @@ import (
 // none in encoding/json's words. The fuzzer finds the panics and the
 // inputs that take long (its executions per second fall).
 func fuzzLoad(t *testing.T, file string, data []byte) {
-	l := &loader{file: file, cat: fakeCatalog{}, dir: t.TempDir()}
+	l := &loader{file: file, cat: clientCatalog{}, dir: t.TempDir()}
 	cfg := l.loadData(data)
 	if len(l.errs) == 0 {
 		if cfg == nil {

@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mst-eval/mst/internal/ground/inputcheck"
+	mcpservers "github.com/mst-eval/mst/servers"
 )
 
 // Load reads, checks and decodes the eval config at path (.yaml, .yml or
@@ -151,7 +152,7 @@ func (l *loader) loadData(data []byte) *Config {
 	l.checkPlugins(root)
 	l.checkServers(root)
 	l.checkVariants(root)
-	l.checkClientOptions(root)
+	l.checkClients(root) // clients.go
 	if len(l.errs) > 0 {
 		return nil
 	}
@@ -405,6 +406,16 @@ func (l *loader) checkServers(root map[string]any) {
 				l.add(child(at, "url"), fmt.Sprintf("must be an http:// or https:// URL, got %q", us))
 			}
 		}
+		for _, part := range []string{"env", "headers"} {
+			vals, _ := s[part].(map[string]any)
+			for _, k := range sortedKeys(vals) {
+				if v, ok := vals[k].(string); ok {
+					if p := mcpservers.SecretRefProblem(v); p != "" {
+						l.add(child(child(at, part), k), p)
+					}
+				}
+			}
+		}
 		if ts, ok := s["startupTimeout"].(string); ok {
 			d, err := time.ParseDuration(ts)
 			switch {
@@ -493,47 +504,6 @@ func (l *loader) checkVariants(root map[string]any) {
 		for _, srv := range sortedKeys(perServer) {
 			if servers != nil && !hasKey(servers, srv) {
 				l.add([]string{"limits", key, srv}, unknown(srv))
-			}
-		}
-	}
-}
-
-// checkClientOptions checks each variant's client and its clientOptions
-// against the client's own options schema, compiled once per client.
-func (l *loader) checkClientOptions(root map[string]any) {
-	variants, _ := root["variants"].(map[string]any)
-	schemas := map[string]*compiledSchema{}
-	for _, name := range sortedKeys(variants) {
-		v, ok := variants[name].(map[string]any)
-		if !ok {
-			continue
-		}
-		at := []string{"variants", name}
-		client := DefaultClient
-		if c, has := v["client"]; has {
-			s, ok := c.(string)
-			if !ok || s == "" {
-				continue // the schema reports it
-			}
-			client = s
-		}
-		cs, known := schemas[client]
-		if !known {
-			var msg string
-			cs, msg = l.clientSchema(client)
-			if msg != "" {
-				l.add(child(at, "client"), msg)
-			}
-			schemas[client] = cs
-		}
-		opts, ok := v["clientOptions"].(map[string]any)
-		if !ok || cs == nil {
-			continue
-		}
-		if err := cs.schema.Validate(opts); err != nil {
-			x := &explainer{cs: cs, doc: l.doc, noun: "option", prefix: child(at, "clientOptions")}
-			for _, p := range x.explain(err) {
-				l.add(p.tokens, p.msg)
 			}
 		}
 	}

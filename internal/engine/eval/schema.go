@@ -23,7 +23,8 @@ var schemaJSON []byte
 // Catalog is what a config is checked against beyond its own shape: the
 // clients and the graders this build of MST knows. The CLI builds one from
 // the client registry and package grade; tests use a fake. Load calls it
-// only from the goroutine that called Load.
+// only from the goroutine that called Load. A Catalog that is also a
+// ClientCatalog, SourceCatalog or PluginCatalog has Load check more.
 type Catalog interface {
 	// ClientOptions returns the JSON Schema of the named client's
 	// clientOptions. It must be an object schema; additionalProperties

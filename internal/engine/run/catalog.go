@@ -2,6 +2,7 @@ package run
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"github.com/mst-eval/mst/client"
 	"github.com/mst-eval/mst/dataset"
@@ -11,11 +12,13 @@ import (
 )
 
 // Catalog answers the eval loader's questions (eval.Catalog,
-// eval.SourceCatalog, eval.PluginCatalog) from a build's registries.
+// eval.SourceCatalog, eval.PluginCatalog, eval.ClientCatalog) from a
+// build's registries.
 type Catalog struct {
 	Clients   *client.Registry
 	Providers *provider.Registry
-	// Graders, Sources and Plugins are what plugins add (nil: none).
+	// Graders are the grader kinds, built in and plugins' (nil: the
+	// built-in ones); Sources the dataset sources plugins add (nil: none).
 	Graders *grade.Registry
 	Sources *dataset.Sources
 	// PluginVersions returns the version of this mst's plugin of a
@@ -38,10 +41,20 @@ func (c Catalog) ProviderNames() []string { return c.Providers.Names() }
 // GraderSchema is the JSON Schema of one grader spec.
 func (c Catalog) GraderSchema() json.RawMessage { return grade.SchemaOf(c.Graders) }
 
-// ParseGrader checks one grader spec.
+// ParseGrader checks one grader spec; a judge must name a model of a
+// provider MST knows (grade.JudgeInfo.KeyVar, as judges of cases are
+// checked when the plan is made).
 func (c Catalog) ParseGrader(spec json.RawMessage) error {
-	_, err := grade.ParseIn(c.Graders, spec)
-	return err
+	g, err := grade.ParseIn(c.Graders, spec)
+	if err != nil || c.Providers == nil {
+		return err
+	}
+	for _, in := range grade.Judged([]grade.Grader{g}) {
+		if _, _, err := in.KeyVar(c.Providers); err != nil {
+			return fmt.Errorf("%s: %w", in.Grader, err)
+		}
+	}
+	return nil
 }
 
 // SourceOptions returns the options schema of a dataset source.

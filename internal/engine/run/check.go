@@ -10,24 +10,28 @@ import (
 	"github.com/mst-eval/mst/dataset"
 	"github.com/mst-eval/mst/internal/engine/eval"
 	"github.com/mst-eval/mst/internal/engine/shard"
-	"github.com/mst-eval/mst/internal/provider"
 	"github.com/mst-eval/mst/protocol"
 )
 
 // Check makes sure an eval can run where it will run, before any client or
-// server opens: every variant's client exists, runs the variant's model,
-// allows the OS of the machines that run its trials and is available there
-// in this build, and every case override is one its clients honour, with
-// options their schemas accept. It returns every problem, one per line.
+// server opens: every variant's client allows the OS of the machines that
+// run its trials and is available there in this build, and every case
+// override is one its clients honour, with a model they run and options
+// their schemas and Checks accept. It returns every problem, one per line.
+//
+// What a variant asks of its client in the config itself (the model's
+// provider, the client's Check of the model and options, MST's proxy) is
+// checked by eval.Load, with the place in the file (eval.ClientCatalog,
+// which Catalog is): cfg has passed those checks.
 //
 // Only the OS check depends on the machines. With goos empty (the
 // runner's OS is unknown until each worker says it at hello), a client
 // must run on some OS in this build, and the coordinator checks each
 // machine's OS with CheckMachine; every other check runs the same.
 //
-// Each client's Check runs on every setting, whatever the runner. With
-// preflight set (the trials run on this machine), each variant's client
-// also checks what it needs here, such as an installed CLI.
+// Each client's Check runs on every case's setting, whatever the runner.
+// With preflight set (the trials run on this machine), each variant's
+// client also checks what it needs here, such as an installed CLI.
 func Check(cfg *eval.Config, cases []dataset.Case, reg *client.Registry, goos string, preflight bool) error {
 	var errs []error
 	for _, name := range cfg.VariantOrder {
@@ -45,14 +49,6 @@ func Check(cfg *eval.Config, cases []dataset.Case, reg *client.Registry, goos st
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: variants.%s.client: %w", cfg.File, name, err))
 			continue
-		}
-		if err := checkModel(def, v.Model); err != nil {
-			errs = append(errs, fmt.Errorf("%s: variants.%s.model: %w", cfg.File, name, err))
-		}
-		if def.Check != nil {
-			if err := def.Check(v.Model, v.ClientOptions); err != nil {
-				errs = append(errs, fmt.Errorf("%s: variants.%s: %w", cfg.File, name, err))
-			}
 		}
 		if preflight && def.Preflight != nil {
 			if err := def.Preflight(v.ClientOptions); err != nil {
@@ -74,7 +70,7 @@ func Check(cfg *eval.Config, cases []dataset.Case, reg *client.Registry, goos st
 			if c.Model != "" && !slices.Contains(def.CaseOverrides, "model") {
 				errs = append(errs, fmt.Errorf("%s: model: client %s (variant %s) runs every case on the variant's model; remove the case's model, or run this case under a client that takes one per case", where, def.Name, name))
 			} else if c.Model != "" {
-				if err := checkModel(def, c.Model); err != nil {
+				if err := eval.CheckModel(def, c.Model); err != nil {
 					errs = append(errs, fmt.Errorf("%s: model: %w (variant %s)", where, err, name))
 				}
 			}
@@ -175,14 +171,10 @@ func HelloCheck(file string, reg *client.Registry) func(*shard.Bundle, *protocol
 	}
 }
 
-// checkModel checks that a client can run a model's provider.
-func checkModel(def *client.Definition, model string) error {
-	if len(def.ModelProviders) == 0 || model == "" {
-		return nil
-	}
-	p := provider.Of(model)
-	if slices.Contains(def.ModelProviders, p) {
-		return nil
-	}
-	return fmt.Errorf("client %s runs models of %s, not %q: write %s/MODEL", def.Name, strings.Join(def.ModelProviders, ", "), model, def.ModelProviders[0])
+// ClientDefinition returns a client's definition (eval.ClientCatalog):
+// Load checks each variant against it.
+func (c Catalog) ClientDefinition(name string) (*client.Definition, error) {
+	return c.Clients.Lookup(name)
 }
+
+var _ eval.ClientCatalog = Catalog{}

@@ -431,42 +431,34 @@ func (p *Plan) resolveSettings(clients *client.Registry) error {
 		if err != nil {
 			return fmt.Errorf("%s: variants.%s.client: %w", p.Config.File, name, err)
 		}
+		// eval.Load has checked the variant against its client
+		// (eval.ClientCatalog): what only MST's proxy offers (connector
+		// servers, tool rewrites, dry runs, faults, call caps) is asked
+		// only of a client that takes the proxy, and the variant's own
+		// timeout and apiKeyEnv lift out.
 		var list []servers.Server
 		for _, n := range v.Servers {
 			sc := p.Config.Servers[n]
-			s := serverOf(n, sc, v)
+			s := eval.ServerOf(n, sc, v)
 			if sc.OAuth != nil {
 				s.OAuth = &servers.OAuth{Token: p.ConnectorTokens()[n]}
 			}
 			list = append(list, s)
 		}
-		if !def.ProxiedServers {
-			for _, s := range list {
-				if s.OAuth != nil {
-					return fmt.Errorf("%s: variants.%s: client %s starts the servers itself, without MST's proxy, so it cannot keep connector server %s's access token fresh during the run; use a client that takes MST's proxy (mst clients)", p.Config.File, name, v.Client, s.Name)
-				}
-				if s.Proxied() {
-					return fmt.Errorf("%s: variants.%s: client %s starts the servers itself, without MST's proxy, so it cannot rename tools, change their titles or parameter descriptions, run dry or inject faults (server %s); use a client that takes them (mst clients), or drop these settings from the variant", p.Config.File, name, v.Client, s.Name)
-				}
-			}
-		}
 		set := shard.Setting{Variant: name, Client: v.Client, Model: v.Model, Provider: provider.Of(v.Model), Timeout: clientTimeout(def), Servers: list}
 		for _, n := range v.Servers {
 			if c, ok := p.Config.Limits.ServerCalls[n]; ok {
-				if !def.ProxiedServers {
-					return fmt.Errorf("%s: variants.%s: client %s starts the servers itself, without MST's proxy, so MST cannot count its tool calls to server %s (limits.serverCalls.%s); use a client that takes the proxy (mst clients), cap the server's trials with limits.servers instead, or leave the server out of the variant", p.Config.File, name, v.Client, n, n)
-				}
 				if set.CallLimits == nil {
 					set.CallLimits = map[string]int{}
 				}
 				set.CallLimits[n] = c
 			}
 		}
-		own, err := liftOwnOptions(v.ClientOptions)
+		own, err := eval.LiftOwnOptions(v.ClientOptions)
 		if err != nil {
 			return fmt.Errorf("%s: variants.%s.clientOptions.%w", p.Config.File, name, err)
 		}
-		own.apply(&set)
+		applyOwn(own, &set)
 		base[name], defs[name] = set, def
 		p.settingOf[settingKey{name, ""}] = len(p.Settings)
 		p.Settings = append(p.Settings, set)
@@ -486,13 +478,13 @@ func (p *Plan) resolveSettings(clients *client.Registry) error {
 				if err != nil {
 					return fmt.Errorf("%s: case %q: clientOptions: %w", c.Source, c.ID, err)
 				}
-				own, err := liftOwnOptions(merged)
+				own, err := eval.LiftOwnOptions(merged)
 				if err != nil {
 					return fmt.Errorf("%s: case %q: clientOptions.%w", c.Source, c.ID, err)
 				}
 				// The merged options hold the variant's own keys too.
 				set.Timeout, set.KeyEnv = clientTimeout(defs[name]), ""
-				own.apply(&set)
+				applyOwn(own, &set)
 			}
 			p.settingOf[settingKey{name, c.ID}] = len(p.Settings)
 			p.Settings = append(p.Settings, set)
@@ -514,63 +506,16 @@ func clientTimeout(def *client.Definition) time.Duration {
 	return FallbackTimeout
 }
 
-// ownOptions are MST's own keys of clientOptions, lifted out of them.
-type ownOptions struct {
-	rest    json.RawMessage
-	timeout *time.Duration
-	keyEnv  string
-}
-
-func (o ownOptions) apply(s *shard.Setting) {
-	s.Options = o.rest
-	if o.timeout != nil {
-		s.Timeout = *o.timeout
+// applyOwn puts MST's own client options, lifted out of the rest
+// (eval.LiftOwnOptions), into a setting.
+func applyOwn(o eval.OwnOptions, s *shard.Setting) {
+	s.Options = o.Rest
+	if o.Timeout != nil {
+		s.Timeout = *o.Timeout
 	}
-	if o.keyEnv != "" {
-		s.KeyEnv = o.keyEnv
+	if o.KeyEnv != "" {
+		s.KeyEnv = o.KeyEnv
 	}
-}
-
-// liftOwnOptions takes timeout and apiKeyEnv out of raw client options: the
-// one place they are read. An error starts with the option's name.
-func liftOwnOptions(raw json.RawMessage) (ownOptions, error) {
-	var o ownOptions
-	if len(raw) == 0 || string(raw) == "null" {
-		return o, nil
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return o, fmt.Errorf(" is not an object: %w", err)
-	}
-	if v, ok := m[client.OptionTimeout]; ok {
-		var s string
-		if err := json.Unmarshal(v, &s); err != nil {
-			return o, fmt.Errorf("%s: %s is not a duration string (write 90s or 5m)", client.OptionTimeout, v)
-		}
-		d, err := time.ParseDuration(s)
-		if err != nil || d < 0 {
-			return o, fmt.Errorf("%s: %q is not a duration (write 90s or 5m)", client.OptionTimeout, s)
-		}
-		if d == 0 {
-			return o, fmt.Errorf("%s: %q would let a trial run for ever: give a duration such as 90s or 30m (every trial has a deadline)", client.OptionTimeout, s)
-		}
-		o.timeout = &d
-		delete(m, client.OptionTimeout)
-	}
-	if v, ok := m[client.OptionAPIKeyEnv]; ok {
-		if err := json.Unmarshal(v, &o.keyEnv); err != nil || o.keyEnv == "" {
-			return o, fmt.Errorf("%s: %s is not a variable name", client.OptionAPIKeyEnv, v)
-		}
-		delete(m, client.OptionAPIKeyEnv)
-	}
-	if len(m) > 0 {
-		b, err := json.Marshal(m)
-		if err != nil {
-			return o, err
-		}
-		o.rest = b
-	}
-	return o, nil
 }
 
 // mergeOptions lays a case's client options over a variant's: the keys of
@@ -795,36 +740,6 @@ func (p *Plan) UsedConnectors() []string {
 		}
 	}
 	return slices.Sorted(maps.Keys(seen))
-}
-
-// serverOf is server n as variant v uses it: its declaration, the
-// variant's changes to its tools, and the variant's dry-run mode and
-// faults for it.
-func serverOf(n string, sc eval.ServerConfig, v eval.Variant) servers.Server {
-	s := servers.Server{Name: n, Command: sc.Command, Args: sc.Args, Env: sc.Env, Dir: sc.Cwd, URL: sc.URL, Headers: sc.Headers, StartupTimeout: time.Duration(sc.StartupTimeout), Writes: sc.Writes}
-	if over := v.Tools[n]; len(over) > 0 {
-		s.Tools = map[string]servers.ToolOverride{}
-		for tool, ov := range over {
-			s.Tools[tool] = servers.ToolOverride{Name: ov.Name, Title: ov.Title, Description: ov.Description, Parameters: ov.Parameters, Hidden: ov.Hidden}
-		}
-	}
-	if len(sc.Simulated) > 0 {
-		s.Simulated = map[string]servers.SimulatedResult{}
-		for tool, r := range sc.Simulated {
-			s.Simulated[tool] = servers.SimulatedResult{Text: r.Text, IsError: r.IsError}
-		}
-	}
-	if v.DryRun != "" && v.DryRun != servers.DryRunOff {
-		s.DryRun = v.DryRun
-	}
-	for _, f := range v.Faults[n] {
-		rate := 1.0
-		if f.Rate != nil {
-			rate = *f.Rate
-		}
-		s.Faults = append(s.Faults, servers.Fault{Kind: f.Kind, Rate: rate, Tools: f.Tools, AfterCalls: f.AfterCalls, Delay: time.Duration(f.Delay), Message: f.Message})
-	}
-	return s
 }
 
 // loadedCases are the cases of the datasets at paths (the config's, in

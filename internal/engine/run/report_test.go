@@ -32,7 +32,7 @@ func TestLoadReportOldRun(t *testing.T) {
 	t.Parallel()
 	// A run written by an older MST: grades.json without the transcripts'
 	// summaries, and no graders.json.
-	dir := copyDir(t, filepath.Join("..", "store", "testdata", "oldrun"))
+	dir := copyDir(t, filepath.Join("..", "..", "..", "store", "testdata", "oldrun"))
 	st, err := store.OpenRunDir(dir, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ func quickstart(t *testing.T) string {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"eval.yaml", "cases.jsonl"} {
-		b, err := os.ReadFile(filepath.Join("..", "examples", "quickstart", f))
+		b, err := os.ReadFile(filepath.Join("..", "..", "..", "examples", "quickstart", f))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -247,7 +247,7 @@ graders:
 func TestLoadReportReadOnlyRun(t *testing.T) {
 	t.Parallel()
 	// (Tests run as root here, who writes anywhere: the store refuses.)
-	dir := copyDir(t, filepath.Join("..", "store", "testdata", "oldrun"))
+	dir := copyDir(t, filepath.Join("..", "..", "..", "store", "testdata", "oldrun"))
 	st, err := store.OpenRunDir(dir, nil)
 	if err != nil {
 		t.Fatal(err)

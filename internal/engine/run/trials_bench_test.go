@@ -127,7 +127,7 @@ func quickstartEval(b *testing.B, bare bool) string {
 	b.Helper()
 	dir := b.TempDir()
 	for _, f := range []string{"eval.yaml", "cases.jsonl"} {
-		data, err := os.ReadFile(filepath.Join("..", "examples", "quickstart", f))
+		data, err := os.ReadFile(filepath.Join("..", "..", "..", "examples", "quickstart", f))
 		if err != nil {
 			b.Fatal(err)
 		}
