@@ -70,8 +70,7 @@ func LoadAll(paths []string) ([]Case, error) {
 	}
 	readers := make([]*reader, len(paths))
 	for i, p := range paths {
-		readers[i] = &reader{file: p}
-		readers[i].read()
+		readers[i] = readPath(p)
 	}
 	if err := checkAcross(readers); err != nil {
 		return nil, err

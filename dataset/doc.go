@@ -23,6 +23,10 @@
 //     maxToolCalls, a whole number; an empty cell adds no grader) and
 //     metadata.<key> (a metadata string; an empty cell adds nothing).
 //
+// Each format is also a dataset source definition ([Formats]), which the
+// suite of plugin sources (dataset/datasettest) checks: a file given by
+// its path is read by the definition of its extension's format.
+//
 // An object case has the keys id (a string, or a whole number that becomes
 // its decimal string), input (a string, required), expect (a grader object
 // or a list of them) and metadata (an object).

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,51 +33,57 @@ func (r *reader) problem(p *inputcheck.Problem) {
 	r.fail(p.Line, "", fmt.Sprintf("column %d: %s", p.Col, p.Msg))
 }
 
-func (r *reader) read() {
+// readFile reads the file at path, the name its errors and its cases'
+// Sources give, in format f: the one way from a case file to its cases,
+// for a path in a config (f chosen by the extension) and for a format's
+// definition (Formats). A nil f is a name with none of MST's extensions,
+// told once the file is read, so a missing file is told as missing.
+func readFile(path string, f *format) *reader {
+	r := &reader{file: path}
 	data, err := inputcheck.ReadFile(r.file, inputcheck.MaxDatasetBytes)
 	switch {
 	case errors.Is(err, inputcheck.ErrTooLarge):
 		r.fail(0, "", err.Error()+" in a dataset; split the cases over several files")
-		return
+		return r
 	case errors.Is(err, fs.ErrNotExist):
 		r.fail(0, "", "no such file")
-		return
+		return r
 	case err != nil:
 		if st, serr := os.Stat(r.file); serr == nil && st.IsDir() {
 			r.fail(0, "", "is a folder, not a case file")
-			return
+			return r
 		}
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
 		r.fail(0, "", fmt.Sprintf("cannot read the file: %v", err))
-		return
+		return r
 	}
-	r.readData(data)
+	r.readAs(f, data)
+	return r
 }
+
+// readPath reads the file at path in the format its extension names.
+func readPath(path string) *reader { return readFile(path, formatOf(path)) }
 
 // readData reads the cases of the file's content, in the format its name
 // says.
-func (r *reader) readData(data []byte) {
+func (r *reader) readData(data []byte) { r.readAs(formatOf(r.file), data) }
+
+// readAs reads the cases of the file's content in format f (nil: the
+// file's name has none of MST's extensions).
+func (r *reader) readAs(f *format, data []byte) {
 	data = bytes.TrimPrefix(data, []byte("\ufeff"))
 	if p := inputcheck.Text(data, "dataset"); p != nil {
 		r.problem(p)
 		return
 	}
-	switch ext := strings.ToLower(filepath.Ext(r.file)); ext {
-	case ".jsonl":
-		r.readJSONL(data)
-	case ".json":
-		r.readJSON(data)
-	case ".yaml", ".yml":
-		r.readYAML(data)
-	case ".csv":
-		r.readCSV(data)
-	default:
-		r.fail(0, "", fmt.Sprintf("unsupported dataset format %q: use .jsonl, .json, .yaml, .yml or .csv", ext))
+	if f == nil {
+		r.fail(0, "", unsupported(r.file))
 		return
 	}
+	f.parse(r, data)
 	if len(r.cases) == 0 && len(r.errs) == 0 {
 		r.fail(0, "", "holds no cases")
 	}

@@ -27,6 +27,9 @@ import (
 // unique, input not blank, known keys only) and travel with the run, so a
 // worker, a grade worker and a detached coordinator never load a source
 // and never see its credentials.
+//
+// MST's own file formats are definitions too (Formats): a case file given
+// by its path is read by the one its extension names.
 type SourceDefinition struct {
 	// Name is the source's full name (NAMESPACE/dataset/NAME) once
 	// registered; a plugin gives the short NAME.
@@ -129,13 +132,12 @@ func LoadSpecs(ctx context.Context, specs []Spec, sources *Sources, env func(str
 	}
 	var readers []*reader
 	for _, sp := range specs {
-		r := &reader{file: sp.Origin()}
 		if sp.Source == "" {
-			r.file = sp.Path
-			r.read()
-		} else {
-			r.readSource(ctx, sp, sources, env)
+			readers = append(readers, readPath(sp.Path))
+			continue
 		}
+		r := &reader{file: sp.Origin()}
+		r.readSource(ctx, sp, sources, env)
 		readers = append(readers, r)
 	}
 	if err := checkAcross(readers); err != nil {

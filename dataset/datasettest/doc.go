@@ -37,6 +37,7 @@
 //	}
 //
 // The definition's Name may be short ("sqlite") or full; the suite
-// registers it as it is. Check is the same suite returning its problems
+// registers it as it is. MST's own file formats (dataset.Formats) pass
+// the same suite. Check is the same suite returning its problems
 // as an error instead of failing a test, for tests of the suite itself.
 package datasettest
