@@ -51,7 +51,7 @@ var benchHeapProfile = flag.String("heapprofiles", "", "BenchmarkTrials: write h
 // 1.2 times that at 10,000. The run's store is under $TMPDIR:
 // TMPDIR=/dev/shm leaves the disk's file system out of the kernel's part.
 //
-//	go test ./run/ -run '^$' -bench Trials -benchtime 1x -trials 1000,10000,100000
+//	go test ./internal/engine/run/ -run '^$' -bench Trials -benchtime 1x -trials 1000,10000,100000
 func BenchmarkTrials(b *testing.B) {
 	gctune.Apply()               // as the mst command does
 	gc := debug.SetGCPercent(-1) // (reads the target)

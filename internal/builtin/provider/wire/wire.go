@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/url"
 	"strings"
 	"syscall"
 	"time"
@@ -159,9 +160,14 @@ func Retryable(status int) bool {
 // CutOff reports whether err is a response body that ended early: the
 // connection was closed or reset while the answer was being read (an
 // unexpected EOF). Such a failure happened after the request was accepted,
-// and nothing of the answer was used, so it is worth another attempt, as a
-// connection refused or reset before the answer is.
+// and nothing of the answer was used, so it is worth another attempt. A
+// failure of the request itself (refused, or reset before any answer)
+// comes wrapped in a *url.Error: the SDK has retried it already, and
+// retrying its whole call again would make (1+retries)² attempts.
 func CutOff(err error) bool {
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		return false
+	}
 	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
 }
