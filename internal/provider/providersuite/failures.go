@@ -154,36 +154,47 @@ func (s *suite) waitClosed(r *report, e *env) {
 
 func (s *suite) cancel(t *testing.T, r *report) {
 	e := s.env(t, hangScript(), passAnswers)
+	if s.cancelWhen(t, r, e, e.front.arrived, "before the server answered", "") {
+		if n := len(e.front.timings()); n != 1 {
+			r.errorf("the server received %d requests, want 1: a cancelled turn is not retried", n)
+		}
+		s.waitClosed(r, e)
+	}
+}
+
+// cancelWhen starts a Complete against e, cancels its context when event
+// comes, and checks that it returns an error that wraps context.Canceled
+// within s.within. early says what a return before the event means; where
+// ("" or " mid-answer") what the cancel interrupted. It reports whether
+// the checks after it should run.
+func (s *suite) cancelWhen(t *testing.T, r *report, e *env, event <-chan struct{}, early, where string) bool {
 	p := s.newProvider(r, e.base, -1)
 	if p == nil {
-		return
+		return false
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := asyncComplete(ctx, r, p, textRequest())
 	select {
-	case <-e.front.arrived:
+	case <-event:
 	case err := <-done:
-		r.errorf("Complete() returned %v before the server answered", err)
-		return
+		r.errorf("Complete() returned %v %s", err, early)
+		return false
 	case <-time.After(callTimeout):
 		r.errorf("the request did not reach the server within %v", callTimeout)
-		return
+		return false
 	}
 	cancel()
 	select {
 	case err := <-done:
 		if err == nil || !errors.Is(err, context.Canceled) {
-			r.errorf("Complete() after cancel = %v, want an error that wraps context.Canceled", err)
+			r.errorf("Complete() cancelled%s = %v, want an error that wraps context.Canceled", where, err)
 		}
 	case <-time.After(s.within):
-		r.errorf("Complete() did not return within %v of its context being cancelled", s.within)
-		return
+		r.errorf("Complete() did not return within %v of its context being cancelled%s", s.within, where)
+		return false
 	}
-	if n := len(e.front.timings()); n != 1 {
-		r.errorf("the server received %d requests, want 1: a cancelled turn is not retried", n)
-	}
-	s.waitClosed(r, e)
+	return true
 }
 
 func (s *suite) deadline(t *testing.T, r *report) {
@@ -211,33 +222,9 @@ func (s *suite) deadline(t *testing.T, r *report) {
 
 func (s *suite) stall(t *testing.T, r *report) {
 	e := s.env(t, textScript(), stallAnswers)
-	p := s.newProvider(r, e.base, -1)
-	if p == nil {
-		return
+	if s.cancelWhen(t, r, e, e.front.stalled, "while the answer was still coming", " mid-answer") {
+		s.waitClosed(r, e)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	done := asyncComplete(ctx, r, p, textRequest())
-	select {
-	case <-e.front.stalled:
-	case err := <-done:
-		r.errorf("Complete() returned %v while the answer was still coming", err)
-		return
-	case <-time.After(callTimeout):
-		r.errorf("the request did not reach the server within %v", callTimeout)
-		return
-	}
-	cancel()
-	select {
-	case err := <-done:
-		if err == nil || !errors.Is(err, context.Canceled) {
-			r.errorf("Complete() cancelled mid-answer = %v, want an error that wraps context.Canceled", err)
-		}
-	case <-time.After(s.within):
-		r.errorf("Complete() did not return within %v of its context being cancelled mid-answer", s.within)
-		return
-	}
-	s.waitClosed(r, e)
 }
 
 func (s *suite) cancelled(t *testing.T, r *report) {
