@@ -923,3 +923,17 @@ func EncodeGrades(gs []transcript.TrialGrade) ([]byte, error) {
 	}
 	return b.Bytes(), nil
 }
+
+// IsRunsDir reports whether folder holds an eval's runs (ROOT/EVAL/runs):
+// a folder named runs that is not itself a run.
+func IsRunsDir(folder string) bool {
+	if filepath.Base(filepath.Clean(folder)) != runsDir {
+		return false
+	}
+	st, err := os.Stat(folder)
+	if err != nil || !st.IsDir() {
+		return false
+	}
+	_, err = os.Stat(filepath.Join(folder, runFile))
+	return errors.Is(err, fs.ErrNotExist)
+}

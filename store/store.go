@@ -44,6 +44,19 @@ var ErrDamaged = errors.New("damaged")
 // ErrBusy means another process writes the run: a run has one writer.
 var ErrBusy = errors.New("the run is being written by another process")
 
+// ErrBadLocation means a location names no store or run MST can use: a
+// URL it cannot read, or a store where a run was asked for. The error says
+// what to give instead.
+var ErrBadLocation = errors.New("not a location MST can use")
+
+// BadLocation marks err, which says what is wrong with a location, as
+// ErrBadLocation, keeping its text.
+func BadLocation(err error) error { return badLocation{err} }
+
+type badLocation struct{ error }
+
+func (e badLocation) Unwrap() []error { return []error{e.error, ErrBadLocation} }
+
 // ErrUnavailable means the store did not answer: a call to it ran out of
 // time or of retries (connections refused or cut, the service answering
 // 5xx or 429, no answer at all). What was asked may or may not have been

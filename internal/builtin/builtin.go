@@ -25,9 +25,11 @@ import (
 	"github.com/mst-eval/mst/internal/builtin/runner/docker"
 	"github.com/mst-eval/mst/internal/builtin/runner/kubernetes"
 	sshrunner "github.com/mst-eval/mst/internal/builtin/runner/ssh"
+	"github.com/mst-eval/mst/internal/builtin/store/blobstore"
 	"github.com/mst-eval/mst/internal/provider"
 	"github.com/mst-eval/mst/plugin"
 	"github.com/mst-eval/mst/runner"
+	"github.com/mst-eval/mst/store"
 )
 
 // Parts are the registries of one mst process: the built-ins and what its
@@ -42,6 +44,7 @@ type Parts struct {
 	clients   *client.Registry
 	runners   *runner.Registry
 	creds     *credstore.Registry
+	stores    *store.Registry
 
 	clientsOnce sync.Once
 
@@ -95,6 +98,7 @@ func (p *Parts) build() {
 			kubernetes.Definition(),
 		)
 		p.creds = credstore.NewRegistry(credstore.LocalDefinition(), bucketcreds.Definition())
+		p.stores = store.NewRegistry(append([]*store.Definition{store.DirDefinition()}, blobstore.Definitions()...)...)
 		for _, pl := range p.Plugins.Compiled() {
 			for _, d := range pl.Clients {
 				c := *d
@@ -143,6 +147,10 @@ func (p *Parts) Runners() *runner.Registry { p.build(); return p.runners }
 // CredentialStores returns the credential stores, which keep connector
 // servers' OAuth grants (mst auth, mst run --store).
 func (p *Parts) CredentialStores() *credstore.Registry { p.build(); return p.creds }
+
+// ResultStores returns the result stores by URL scheme: a folder (file)
+// and the buckets (gs, s3).
+func (p *Parts) ResultStores() *store.Registry { p.build(); return p.stores }
 
 func (p *Parts) load(ctx context.Context) {
 	p.loadOnce.Do(func() {

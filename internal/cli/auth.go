@@ -85,7 +85,7 @@ func (f *storeFlags) open(ctx context.Context, logger *slog.Logger) (credstore.S
 		p.Secret = set.Get
 	}
 	// A store in a bucket reports its retries as the results store does.
-	ctx = blobstore.WithOptions(ctx, blobOptions(ctx, ""))
+	ctx = blobstore.WithOptions(ctx, blobstore.OptionsOf(storeParams(ctx, "")))
 	st, err := def.Create(ctx, p)
 	if err != nil {
 		if oe := (*credstore.OptionError)(nil); errors.As(err, &oe) {

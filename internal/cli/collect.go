@@ -126,7 +126,7 @@ func newCollectCmd(stdio Stdio) *cobra.Command {
 			if b.Store != "" {
 				// The run is in a bucket: the worker writes its transcripts
 				// there itself, with this machine's credentials.
-				remote, isURL, err := openStoredRun(cmd.Context(), b.Store, "", ws.redact)
+				remote, isURL, err := openStoredRun(cmd.Context(), stdio.parts().ResultStores(), b.Store, "", ws.redact)
 				if err == nil && !isURL {
 					err = fmt.Errorf("the bundle names the store %q, which is not a bucket URL", b.Store)
 				}

@@ -81,11 +81,11 @@ func compareCommand(ctx context.Context, stdio Stdio, baseRef, runRef string, f 
 	if err != nil {
 		return err
 	}
-	bst, err := openRun(ctx, baseRef, "", nil)
+	bst, err := openRun(ctx, stdio.parts().ResultStores(), baseRef, "", nil)
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
-	rst, err := openRun(ctx, runRef, "", nil)
+	rst, err := openRun(ctx, stdio.parts().ResultStores(), runRef, "", nil)
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
@@ -117,7 +117,7 @@ func compareCommand(ctx context.Context, stdio Stdio, baseRef, runRef string, f 
 		return err
 	}
 	c := report.CompareRuns(base, rep, bt, rt)
-	res, err := g.evaluate(ctx, stdio.Parts.Graders(), rep, nil)
+	res, err := g.evaluate(ctx, stdio.parts(), rep, nil)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ func compareGradesCommand(ctx context.Context, stdio Stdio, ref string, f compar
 	if err != nil {
 		return err
 	}
-	st, err := openRun(ctx, ref, "", nil)
+	st, err := openRun(ctx, stdio.parts().ResultStores(), ref, "", nil)
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
@@ -73,7 +73,7 @@ func compareGradeSets(ctx context.Context, stdio Stdio, st store.Run, f compareF
 		return err
 	}
 	c := report.CompareGradeSets(base, rep, baseGrades, grades)
-	res, err := g.evaluate(ctx, stdio.Parts.Graders(), rep, nil)
+	res, err := g.evaluate(ctx, stdio.parts(), rep, nil)
 	if err != nil {
 		return err
 	}

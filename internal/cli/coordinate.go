@@ -19,12 +19,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mst-eval/mst/credstore"
-	"github.com/mst-eval/mst/internal/builtin/store/blobstore"
 	"github.com/mst-eval/mst/internal/engine/detach"
 	"github.com/mst-eval/mst/internal/ground/atomicfile"
 	"github.com/mst-eval/mst/internal/ground/proctree"
 	"github.com/mst-eval/mst/runner"
 	"github.com/mst-eval/mst/secrets"
+	"github.com/mst-eval/mst/store"
 )
 
 // maxCoordinateInput bounds the JSON line mst coordinate reads.
@@ -53,7 +53,7 @@ content, which it keeps in a private folder in memory-backed storage
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if serve {
-				return serveCoordinator(cmd.Context(), bundle, secretsDir)
+				return serveCoordinator(cmd.Context(), stdio.parts().ResultStores(), bundle, secretsDir)
 			}
 			return startCoordinator(cmd.Context(), stdio, bundle)
 		},
@@ -198,7 +198,7 @@ func lastLines(s string, n int) string {
 // serveCoordinator is the coordinator itself, in its own session: its
 // stdout and stderr are the bundle's log.txt, and file 3 is the pipe on
 // which it says it has started.
-func serveCoordinator(ctx context.Context, bundle, secretsDir string) error {
+func serveCoordinator(ctx context.Context, reg *store.Registry, bundle, secretsDir string) error {
 	ready := os.NewFile(3, "ready")
 	say := func(msg string) {
 		if ready != nil {
@@ -229,16 +229,16 @@ func serveCoordinator(ctx context.Context, bundle, secretsDir string) error {
 			os.RemoveAll(secretsDir)
 		}
 	}()
-	u, err := blobstore.Parse(spec.Results)
+	st, err := resultsStore(ctx, reg, spec.Results, spec.Eval)
 	if err != nil {
 		return err
 	}
-	st, err := openBucketStore(ctx, u, spec.Eval)
-	if err != nil {
-		return err
+	records, ok := st.(store.DetachedRecords)
+	if !ok {
+		return fmt.Errorf("%s keeps no detached runs: a detached run's results are in a bucket", st.Location())
 	}
 	c := &detach.Coordinator{
-		Spec: spec, Dir: bundle, Records: detach.NewRecords(st, spec.Eval),
+		Spec: spec, Dir: bundle, Records: detach.NewRecords(records, spec.Eval),
 		Env: os.Environ(), Log: os.Stdout, LogPath: filepath.Join(bundle, detach.LogFile),
 	}
 	for _, dir := range []string{spec.WorkDir, secretsDir} {

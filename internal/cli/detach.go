@@ -23,7 +23,6 @@ import (
 	"github.com/mst-eval/mst/dataset"
 	"github.com/mst-eval/mst/internal/builtin"
 	"github.com/mst-eval/mst/internal/builtin/credstore/bucketcreds"
-	"github.com/mst-eval/mst/internal/builtin/store/blobstore"
 	"github.com/mst-eval/mst/internal/engine/detach"
 	"github.com/mst-eval/mst/internal/engine/eval"
 	"github.com/mst-eval/mst/internal/engine/report"
@@ -112,7 +111,7 @@ func refuseDetach(parts *builtin.Parts, rdef *runner.Definition, flag string) er
 
 // detachedRecords opens the result store at loc for a detached run's
 // records: a bucket, never a folder on this machine.
-func detachedRecords(ctx context.Context, loc, evalName string) (*detach.Records, *blobstore.Store, error) {
+func detachedRecords(ctx context.Context, reg *store.Registry, loc, evalName string) (*detach.Records, store.Store, error) {
 	if loc == "" {
 		return nil, nil, withCode(ExitUsage, errors.New("--detach: a detached run keeps its run and its status in a result store in a bucket: give --results gs://BUCKET/PREFIX or s3://BUCKET/PREFIX, or results.store in the eval config"))
 	}
@@ -124,15 +123,15 @@ func detachedRecords(ctx context.Context, loc, evalName string) (*detach.Records
 		}
 		return nil, nil, withCode(ExitUsage, fmt.Errorf("--detach: the results go to the folder %s on this machine, which the coordinator machine cannot write and mst runs could not read once this machine is away: give --results gs://BUCKET/PREFIX or s3://BUCKET/PREFIX, or set results.store in the eval config", folder))
 	}
-	u, err := parseStoreURL(loc)
+	st, err := resultsStore(ctx, reg, loc, evalName)
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := openBucketStore(ctx, u, evalName)
-	if err != nil {
-		return nil, nil, err
+	d, ok := st.(store.DetachedRecords)
+	if !ok {
+		return nil, nil, withCode(ExitUsage, fmt.Errorf("--detach: the store at %s keeps no detached runs: give --results gs://BUCKET/PREFIX or s3://BUCKET/PREFIX", st.Location()))
 	}
-	return detach.NewRecords(st, evalName), st, nil
+	return detach.NewRecords(d, evalName), st, nil
 }
 
 // refuseLocalCredentials refuses a detached run whose connector servers'
@@ -526,7 +525,7 @@ func detachRun(ctx context.Context, parts *builtin.Parts, stdout, stderr io.Writ
 			results = storeBase(resumed.Location(), plan.Config.Name, resumeID)
 		}
 	}
-	records, _, err := detachedRecords(ctx, results, plan.Config.Name)
+	records, _, err := detachedRecords(ctx, parts.ResultStores(), results, plan.Config.Name)
 	if err != nil {
 		return err
 	}
@@ -607,7 +606,7 @@ func detachGrade(ctx context.Context, parts *builtin.Parts, stdout, stderr io.Wr
 	if results == "" || !isURL(results) {
 		results = storeBase(st.Location(), cfg.Name, runID)
 	}
-	records, _, err := detachedRecords(ctx, results, cfg.Name)
+	records, _, err := detachedRecords(ctx, parts.ResultStores(), results, cfg.Name)
 	if err != nil {
 		return err
 	}

@@ -11,9 +11,10 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/mst-eval/mst/grade"
+	"github.com/mst-eval/mst/internal/builtin"
 	"github.com/mst-eval/mst/internal/engine/report"
 	"github.com/mst-eval/mst/internal/engine/run"
+	"github.com/mst-eval/mst/store"
 	"github.com/mst-eval/mst/transcript"
 )
 
@@ -133,14 +134,14 @@ func (g gates) checkVariants(rep report.Report) error {
 // preflight checks the gates against a run's plan before any trial runs:
 // --min-pass-rate names only variants the run has, and --baseline names a
 // stored run that can be read.
-func (g gates) preflight(ctx context.Context, variants []string) error {
+func (g gates) preflight(ctx context.Context, reg *store.Registry, variants []string) error {
 	if err := g.checkNames(variants); err != nil {
 		return err
 	}
 	if g.baseline == "" {
 		return nil
 	}
-	st, err := openRun(ctx, g.baseline, "", nil)
+	st, err := openRun(ctx, reg, g.baseline, "", nil)
 	if err != nil {
 		return withCode(ExitUsage, fmt.Errorf("--baseline %w", err))
 	}
@@ -205,14 +206,14 @@ type gateResult struct {
 
 // evaluate runs the gates on rep, of the stored run st; with --baseline
 // it loads the base run and compares.
-func (g gates) evaluate(ctx context.Context, graders *grade.Registry, rep report.Report, runTools func() (report.ToolHashes, error)) (gateResult, error) {
+func (g gates) evaluate(ctx context.Context, parts *builtin.Parts, rep report.Report, runTools func() (report.ToolHashes, error)) (gateResult, error) {
 	var res gateResult
 	if err := g.checkVariants(rep); err != nil {
 		return res, err
 	}
 	res.failed = g.passRateFailures(rep)
 	if g.baseline != "" {
-		bst, base, err := loadRun(ctx, g.baseline, run.ReportOptions{Graders: graders})
+		bst, base, err := loadRun(ctx, parts.ResultStores(), g.baseline, run.ReportOptions{Graders: parts.Graders()})
 		if err != nil {
 			return res, fmt.Errorf("--baseline %w", err)
 		}
@@ -263,7 +264,7 @@ func runGates(ctx context.Context, stdio Stdio, stdout io.Writer, g gates, out *
 	if !g.any() {
 		return nil
 	}
-	res, err := g.evaluate(ctx, stdio.Parts.Graders(), out.Report, func() (report.ToolHashes, error) { return runToolHashes(ctx, out.Store) })
+	res, err := g.evaluate(ctx, stdio.parts(), out.Report, func() (report.ToolHashes, error) { return runToolHashes(ctx, out.Store) })
 	if err != nil {
 		return err
 	}

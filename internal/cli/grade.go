@@ -96,7 +96,7 @@ func gradeRun(ctx context.Context, stdio Stdio, ref string, f gradeFlags) (err e
 	if f.detach.detach && f.runner == "" {
 		return withCode(ExitUsage, errors.New("--detach: a detached mst grade grades on a runner's machines, and its coordinator machine comes from that runner: give --runner NAME (processes, docker, ssh, …)"))
 	}
-	st, err := openRun(ctx, ref, f.results, redact)
+	st, err := openRun(ctx, stdio.parts().ResultStores(), ref, f.results, redact)
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}

@@ -103,8 +103,8 @@ func runToolHashes(ctx context.Context, st store.Run) (report.ToolHashes, error)
 }
 
 // loadRun opens a stored run and builds its report.
-func loadRun(ctx context.Context, ref string, o run.ReportOptions) (store.Run, report.Report, error) {
-	st, err := openRun(ctx, ref, "", nil)
+func loadRun(ctx context.Context, reg *store.Registry, ref string, o run.ReportOptions) (store.Run, report.Report, error) {
+	st, err := openRun(ctx, reg, ref, "", nil)
 	if err != nil {
 		return nil, report.Report{}, withCode(ExitUsage, err)
 	}
@@ -162,11 +162,11 @@ func reportCommand(ctx context.Context, stdio Stdio, ref string, rf reportFlags,
 	if rf.junit == "-" && (rf.json || rf.markdown) {
 		return withCode(ExitUsage, errors.New("--junit - writes the XML to stdout: give it a file name to print --json or --markdown too"))
 	}
-	st, rep, err := loadRun(ctx, ref, run.ReportOptions{GradeSet: gradeSet, Graders: stdio.Parts.Graders()})
+	st, rep, err := loadRun(ctx, stdio.parts().ResultStores(), ref, run.ReportOptions{GradeSet: gradeSet, Graders: stdio.Parts.Graders()})
 	if err != nil {
 		return err
 	}
-	res, err := g.evaluate(ctx, stdio.Parts.Graders(), rep, func() (report.ToolHashes, error) { return runToolHashes(ctx, st) })
+	res, err := g.evaluate(ctx, stdio.parts(), rep, func() (report.ToolHashes, error) { return runToolHashes(ctx, st) })
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ func addHTMLFlag(cmd *cobra.Command, stdio Stdio) {
 	inner := cmd.RunE
 	cmd.RunE = func(c *cobra.Command, args []string) error {
 		if file != "" {
-			st, err := openRun(c.Context(), args[0], "", nil)
+			st, err := openRun(c.Context(), stdio.parts().ResultStores(), args[0], "", nil)
 			if err != nil {
 				return err
 			}

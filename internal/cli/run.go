@@ -186,7 +186,7 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 	runnerName, pairs, kept := f.runner, f.runnerOptions, false
 	var stored transcript.Run
 	if f.resume != "" {
-		if resumed, err = openRun(ctx, f.resume, f.results, redact); err != nil {
+		if resumed, err = openRun(ctx, stdio.parts().ResultStores(), f.resume, f.results, redact); err != nil {
 			return withCode(ExitUsage, fmt.Errorf("--resume %w", err))
 		}
 		if stored, err = resumed.ReadRun(ctx); err != nil {
@@ -225,7 +225,7 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 	}
 	// Gates are checked before anything runs: a gate that cannot be
 	// evaluated would otherwise fail only after every trial ran.
-	if err := gate.preflight(ctx, plan.Variants); err != nil {
+	if err := gate.preflight(ctx, stdio.Parts.ResultStores(), plan.Variants); err != nil {
 		return err
 	}
 	// Runner options are recorded in run.json: they are checked once the
@@ -276,7 +276,7 @@ func runEval(ctx context.Context, stdio Stdio, path string, f runFlags) (err err
 	}
 	var results store.Store = store.Dir{Root: plan.Results}
 	if resumed == nil {
-		if results, err = resultsStore(ctx, plan.Results, plan.Config.Name); err != nil {
+		if results, err = resultsStore(ctx, stdio.Parts.ResultStores(), plan.Results, plan.Config.Name); err != nil {
 			return err
 		}
 	}
@@ -408,8 +408,8 @@ func (e *redactedError) Unwrap() error { return e.err }
 
 // openRun finds a stored run by folder, or by id under the results folder
 // (--results, else the default results folder).
-func openRun(ctx context.Context, ref, results string, redact *secrets.Redactor) (store.Run, error) {
-	if st, done, err := openStoredRun(ctx, ref, results, redact); done {
+func openRun(ctx context.Context, reg *store.Registry, ref, results string, redact *secrets.Redactor) (store.Run, error) {
+	if st, done, err := openStoredRun(ctx, reg, ref, results, redact); done {
 		return st, err
 	}
 	if st, err := store.OpenRunDir(ref, redact); err == nil {

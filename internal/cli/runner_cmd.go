@@ -291,7 +291,7 @@ folder), detail, removed and error.`,
 				runID = args[0]
 				// A stored run (its folder, its id in --results, its URL)
 				// names its run and its runner.
-				if st, err := openRun(ctx, args[0], results, nil); err == nil {
+				if st, err := openRun(ctx, stdio.parts().ResultStores(), args[0], results, nil); err == nil {
 					rec, err := st.ReadRun(ctx)
 					if err != nil {
 						return err

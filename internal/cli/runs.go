@@ -80,7 +80,7 @@ func (f *runsFlags) open(ctx context.Context) (*detach.Records, string, error) {
 	if loc == "" {
 		loc = cfg.Results
 	}
-	recs, st, err := detachedRecords(ctx, loc, cfg.Name)
+	recs, st, err := detachedRecords(ctx, f.parts.ResultStores(), loc, cfg.Name)
 	if err != nil {
 		var ee *exitError
 		if errors.As(err, &ee) {

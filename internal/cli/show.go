@@ -47,7 +47,7 @@ terminal. --json prints the transcript as stored.`,
 }
 
 func showTrial(ctx context.Context, stdio Stdio, ref string, key transcript.Key, asJSON bool) error {
-	st, err := openRun(ctx, ref, "", nil)
+	st, err := openRun(ctx, stdio.parts().ResultStores(), ref, "", nil)
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}

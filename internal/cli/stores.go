@@ -6,18 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
 
-	"github.com/mst-eval/mst/internal/builtin/store/blobstore"
 	"github.com/mst-eval/mst/secrets"
 	"github.com/mst-eval/mst/store"
 )
@@ -49,16 +46,48 @@ func storeFolder(loc string) (folder string, ok bool, err error) {
 	return u.Path, true, nil
 }
 
-// parseStoreURL checks a bucket URL, with the error a person can act on.
-func parseStoreURL(loc string) (*url.URL, error) {
-	u, err := blobstore.Parse(loc)
+// locate reads a store location as the URL the result store registry
+// serves: a folder (a plain path, or a file:// URL) as a file: URL, any
+// other location as written.
+func locate(loc string) (*url.URL, error) {
+	folder, ok, err := storeFolder(loc)
 	if err != nil {
-		if scheme, _, _ := strings.Cut(loc, ":"); !slices.Contains(blobstore.Schemes, scheme) && !strings.Contains(loc, "@") {
+		return nil, withCode(ExitUsage, err)
+	}
+	if ok {
+		return &url.URL{Scheme: store.DirScheme, Path: folder}, nil
+	}
+	u, err := url.Parse(loc)
+	if err != nil {
+		// (url.Parse's error quotes the URL, which may hold a password.)
+		return nil, withCode(ExitUsage, errors.New("the store location is not a URL MST can read: write gs://BUCKET/PREFIX or s3://BUCKET/PREFIX, with %XX escapes only for bytes a URL cannot hold"))
+	}
+	return u, nil
+}
+
+// storeKind is the result store kind that serves u (as loc gave it), or
+// the error a person can act on.
+func storeKind(reg *store.Registry, u *url.URL, loc string) (*store.Definition, error) {
+	d, err := reg.Lookup(u.Scheme)
+	if err != nil {
+		err = fmt.Errorf("%s: %w", u.Redacted(), err)
+		if !strings.Contains(loc, "@") {
 			err = fmt.Errorf("%w\n(a folder whose name has a colon in it is written as a path: ./%s)", err, loc)
 		}
 		return nil, withCode(ExitUsage, err)
 	}
-	return u, nil
+	return d, nil
+}
+
+// storeError gives a store's error its exit code: a location MST cannot
+// use, or a store that cannot be reached (it refuses, or does not answer
+// within its bound for opening), is a mistake in where the user pointed
+// MST, like a malformed URL: exit code 2, before anything starts.
+func storeError(err error) error {
+	if errors.Is(err, store.ErrBadLocation) || errors.Is(err, store.ErrUnavailable) {
+		return withCode(ExitUsage, err)
+	}
+	return err
 }
 
 // LeaseEnv is a test hook: how long a run's lock in a bucket holds
@@ -83,13 +112,10 @@ type storeReports struct{}
 // person waiting sees what MST waits for.
 func withStoreReports(ctx context.Context, w io.Writer) context.Context {
 	var mu sync.Mutex
-	report := func(r blobstore.Retry) {
-		if r.GaveUp() {
-			return // the call's error says it, where the command reports it
-		}
+	report := func(what string) {
 		mu.Lock()
 		defer mu.Unlock()
-		fmt.Fprintf(w, "mst: %s\n", r)
+		fmt.Fprintf(w, "mst: %s\n", what)
 	}
 	return context.WithValue(ctx, storeReports{}, report)
 }
@@ -106,123 +132,59 @@ func outageLimit() time.Duration {
 	return 0
 }
 
-// blobOptions are the options of the bucket stores MST opens under ctx,
-// for eval.
-func blobOptions(ctx context.Context, eval string) blobstore.Options {
-	o := blobstore.Options{Eval: eval}
-	if report, ok := ctx.Value(storeReports{}).(func(blobstore.Retry)); ok {
-		o.OnRetry = report
+// storeParams are the settings of the result stores MST opens under ctx,
+// for eval: retries reported where withStoreReports said, and the test
+// hooks' bounds.
+func storeParams(ctx context.Context, eval string) store.Params {
+	p := store.Params{Eval: eval}
+	if report, ok := ctx.Value(storeReports{}).(func(string)); ok {
+		p.Retrying = report
 	}
 	if d, err := time.ParseDuration(os.Getenv(LeaseEnv)); err == nil && d > 0 {
-		o.Lease = d
+		p.Lease = d
 	}
 	if d, err := time.ParseDuration(os.Getenv(CallEnv)); err == nil && d > 0 {
-		o.Limits = blobstore.Limits{Call: d, Try: d / 3, Backoff: d / 30}
+		p.Call = d
 	}
-	return o
+	return p
 }
 
-// resultsStore opens the store at loc (--results, or the config's results)
-// for new runs of eval.
-func resultsStore(ctx context.Context, loc, eval string) (store.Store, error) {
-	folder, ok, err := storeFolder(loc)
-	if err != nil {
-		return nil, withCode(ExitUsage, err)
-	}
-	if ok {
-		return store.Dir{Root: folder, Eval: eval}, nil
-	}
-	u, err := parseStoreURL(loc)
+// resultsStore opens the store at loc (--results, or the config's
+// results) for new runs of eval, through the result store of its scheme.
+func resultsStore(ctx context.Context, reg *store.Registry, loc, eval string) (store.Store, error) {
+	u, err := locate(loc)
 	if err != nil {
 		return nil, err
 	}
-	s, err := openBucketStore(ctx, u, eval)
+	d, err := storeKind(reg, u, loc)
 	if err != nil {
 		return nil, err
 	}
-	return s, nil
+	st, err := d.Open(ctx, u, storeParams(ctx, eval))
+	return st, storeError(err)
 }
 
-// openBucketStore opens the bucket store at u for eval. A store that
-// cannot be reached (it refuses, or does not answer within
-// blobstore.DefaultOpen) is a mistake in where the user pointed MST, like
-// a malformed URL: exit code 2, before anything starts.
-func openBucketStore(ctx context.Context, u *url.URL, eval string) (*blobstore.Store, error) {
-	s, err := blobstore.Open(ctx, u, blobOptions(ctx, eval))
-	if errors.Is(err, store.ErrUnavailable) {
-		return nil, withCode(ExitUsage, err)
-	}
-	return s, err
-}
-
-// bucketRef is what the path of a bucket URL names: a run
-// (PREFIX/EVAL/runs/ID), an eval's runs (PREFIX/EVAL/runs/), or neither
-// (a store's prefix).
-type bucketRef struct {
-	u        *url.URL
-	key      string // the path without its leading slash
-	run      bool
-	runsList bool
-}
-
-func parseBucketRef(ref string) (bucketRef, error) {
-	u, err := parseStoreURL(ref)
-	if err != nil {
-		return bucketRef{}, err
-	}
-	key := strings.TrimPrefix(u.Path, "/")
-	segs := strings.Split(strings.TrimSuffix(key, "/"), "/")
-	n := len(segs)
-	r := bucketRef{u: u, key: key}
-	switch {
-	case n >= 2 && segs[n-1] == "runs" && segs[n-2] != "":
-		r.runsList = true
-	case n >= 3 && segs[n-2] == "runs" && segs[n-1] != "":
-		r.run = true
-	}
-	return r, nil
-}
-
-// bucketRoot opens the bucket of r with no prefix: a run's own key says
-// where it is.
-func bucketRoot(ctx context.Context, r bucketRef) (*blobstore.Store, error) {
-	root := *r.u
-	root.Path = ""
-	return openBucketStore(ctx, &root, "")
-}
-
-// openURLRun opens the run a URL names, or says what the URL names
+// openURLRun opens the run a location names, or says what it names
 // instead and what to give.
-func openURLRun(ctx context.Context, ref string, redact *secrets.Redactor) (store.Run, error) {
-	if folder, ok, err := storeFolder(ref); err != nil {
-		return nil, err
-	} else if ok {
-		return store.OpenRunDir(folder, redact)
-	}
-	r, err := parseBucketRef(ref)
+func openURLRun(ctx context.Context, reg *store.Registry, ref string, redact *secrets.Redactor) (store.Run, error) {
+	u, err := locate(ref)
 	if err != nil {
 		return nil, err
 	}
-	if !r.run {
-		what := "a store"
-		if r.runsList {
-			what = "an eval's runs (mst report lists them)"
-		}
-		return nil, withCode(ExitUsage, fmt.Errorf("%s is %s, not a run: give a run's URL, PREFIX/EVAL/runs/RUN-ID, as mst run printed it", ref, what))
-	}
-	s, err := bucketRoot(ctx, r)
+	d, err := storeKind(reg, u, ref)
 	if err != nil {
 		return nil, err
 	}
-	return s.OpenRunAt(ctx, r.key, redact)
+	r, err := d.OpenRun(ctx, u, storeParams(ctx, ""), redact)
+	return r, storeError(err)
 }
 
 // openStoredRun opens a run by reference: a folder or a URL, or a run id
 // in the results store (--results, else the default folder).
-func openStoredRun(ctx context.Context, ref, results string, redact *secrets.Redactor) (store.Run, bool, error) {
+func openStoredRun(ctx context.Context, reg *store.Registry, ref, results string, redact *secrets.Redactor) (store.Run, bool, error) {
 	if isURL(ref) {
 		if _, ok, _ := storeFolder(ref); !ok {
-			r, err := openURLRun(ctx, ref, redact)
+			r, err := openURLRun(ctx, reg, ref, redact)
 			return r, true, err
 		}
 		folder, _, _ := storeFolder(ref)
@@ -237,11 +199,7 @@ func openStoredRun(ctx context.Context, ref, results string, redact *secrets.Red
 		r, err := store.Dir{Root: folder}.Open(ctx, ref, redact)
 		return r, true, err
 	}
-	u, err := parseStoreURL(results)
-	if err != nil {
-		return nil, true, err
-	}
-	s, err := openBucketStore(ctx, u, "")
+	s, err := resultsStore(ctx, reg, results, "")
 	if err != nil {
 		return nil, true, err
 	}
@@ -258,26 +216,23 @@ func openStoredRun(ctx context.Context, ref, results string, redact *secrets.Red
 func listRunsIfListing(ctx context.Context, stdio Stdio, ref string, asJSON bool) (listed bool, err error) {
 	var runs []store.RunSummary
 	column := "URL"
-	if folder, ok, _ := storeFolder(ref); ok {
-		if !isRunsFolder(folder) {
-			return false, nil // openRun reports what is wrong with it
-		}
-		if runs, err = store.ListRunDir(ctx, folder); err != nil {
-			return true, err
-		}
+	if _, ok, _ := storeFolder(ref); ok {
 		column = "FOLDER"
-	} else {
-		r, err := parseBucketRef(ref)
-		if err != nil || !r.runsList {
-			return false, nil // openRun reports what is wrong with it
-		}
-		s, err := bucketRoot(ctx, r)
-		if err != nil {
-			return true, err
-		}
-		if runs, err = s.ListRuns(ctx, r.key); err != nil {
-			return true, err
-		}
+	}
+	u, err := locate(ref)
+	if err != nil {
+		return false, nil // openRun reports what is wrong with it
+	}
+	d, err := stdio.parts().ResultStores().Lookup(u.Scheme)
+	if err != nil {
+		return false, nil // openRun reports what is wrong with it
+	}
+	runs, ok, err := d.ListRuns(ctx, u, storeParams(ctx, ""))
+	if !ok {
+		return false, nil // openRun reports what is wrong with it
+	}
+	if err != nil {
+		return true, storeError(err)
 	}
 	if asJSON {
 		type row struct {
@@ -312,21 +267,6 @@ func listRunsIfListing(ctx context.Context, stdio Stdio, ref string, asJSON bool
 	return true, nil
 }
 
-// isRunsFolder says whether folder is an eval's runs in a results folder
-// (ROOT/EVAL/runs) rather than a run: a folder named runs without a
-// run.json.
-func isRunsFolder(folder string) bool {
-	if filepath.Base(filepath.Clean(folder)) != "runs" {
-		return false
-	}
-	st, err := os.Stat(folder)
-	if err != nil || !st.IsDir() {
-		return false
-	}
-	_, err = os.Stat(filepath.Join(folder, store.RunRecordName))
-	return errors.Is(err, fs.ErrNotExist)
-}
-
 // writeRunList prints one line per run, newest first; column names the
 // last one (URL, FOLDER).
 func writeRunList(w io.Writer, ref, column string, runs []store.RunSummary) {
@@ -356,7 +296,7 @@ func writeRunList(w io.Writer, ref, column string, runs []store.RunSummary) {
 // eval's runs says so.
 func runNotFound(ref, results string, err error) error {
 	switch {
-	case isRunsFolder(ref):
+	case store.IsRunsDir(ref):
 		return withCode(ExitUsage, fmt.Errorf("%s is an eval's runs (mst report %s lists them), not a run: give one run's folder, %s/RUN-ID", ref, ref, filepath.Clean(ref)))
 	case errors.Is(err, store.ErrAmbiguous):
 		return withCode(ExitUsage, err)

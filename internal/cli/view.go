@@ -34,7 +34,7 @@ another machine, forward the port (ssh -L PORT:127.0.0.1:PORT host).`,
 				return withCode(ExitUsage, fmt.Errorf("--port %d: give a port from 1 to 65535, or 0 for a free one", port))
 			}
 			ctx := cmd.Context()
-			st, err := openRun(ctx, args[0], "", nil)
+			st, err := openRun(ctx, stdio.parts().ResultStores(), args[0], "", nil)
 			if err != nil {
 				return withCode(ExitUsage, err)
 			}

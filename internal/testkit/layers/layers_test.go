@@ -73,7 +73,7 @@ func within(p, root string) bool { return p == root || strings.HasPrefix(p, root
 // real runs.
 func testSupport(p string) bool {
 	last := p[strings.LastIndex(p, "/")+1:]
-	return strings.HasSuffix(last, "test") || within(p, "internal/testkit") || within(p, "examples")
+	return strings.HasSuffix(last, "test") || strings.HasSuffix(last, "suite") || within(p, "internal/testkit") || within(p, "examples")
 }
 
 // The floors, top to bottom. A package may depend on its own floor and the
@@ -214,7 +214,8 @@ var shared = map[string]bool{
 }
 
 // cliMayImport reports whether the command line may import imp: the
-// wiring, and the stores it opens by URL.
+// wiring, and the bucket code whose options (retry reports, bounds) it
+// hands a bucket credential store, and whose grants' place it shows.
 func cliMayImport(name, imp string) bool {
 	return name == "internal/cli" && (imp == "internal/builtin" || within(imp, "internal/builtin/store") || within(imp, "internal/builtin/credstore"))
 }
