@@ -55,4 +55,11 @@
 // applies the same redaction to a spec's expected values before Parse.
 // A grade made as the run goes and a regrade of the stored transcript
 // then agree, and no Name or Detail shows a secret.
+//
+// Every grader kind is a Definition: the built-in ones (Builtins) and a
+// plugin's (Plugged) sit in one Registry, which a process builds once and
+// passes on; ParseIn and ParseAllIn parse with it, Parse and ParseAll with
+// the built-in kinds alone. The records a grading makes (TrialGrade,
+// Result, Verdict) are transcript's, so a store keeps them without
+// compiling a grader.
 package grade

@@ -84,7 +84,7 @@ func unknownGrader(key string, known []string) error {
 	return fmt.Errorf("unknown grader %q (known: %s)", key, strings.Join(known, ", "))
 }
 
-// ParseAll parses specs with the graders of reg, the built-in ones when
+// ParseAllIn parses specs with the graders of reg, the built-in ones when
 // reg is nil; an error says which spec, by index.
 func ParseAllIn(reg *Registry, specs []json.RawMessage) ([]Grader, error) {
 	gs := make([]Grader, 0, len(specs))
