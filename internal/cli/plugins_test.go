@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -139,5 +140,41 @@ func TestValidateDatasetSource(t *testing.T) {
 	}
 	if msg, code := validate(write("  - {source: acme/dataset/nope}\n")); code != 2 || !strings.Contains(msg, `unknown dataset source "acme/dataset/nope" (known: acme/dataset/rows)`) {
 		t.Errorf("validate with an unknown source: exit %d\n%s", code, msg)
+	}
+}
+
+// TestGradeWithPluginGraders: mst grade --graders reads a plugin's grader
+// from the file, with the graders of this mst (built in and its
+// plugins'); an mst without that plugin refuses the file, naming it.
+func TestGradeWithPluginGraders(t *testing.T) {
+	r := makeReportRuns(t)
+	graders := filepath.Join(r.dir, "plugin-graders.yaml")
+	if err := os.WriteFile(graders, []byte("- acme/grader/always: {}\n- toolCalled: echo\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	acme := plugin.Plugin{Namespace: "acme", Version: "1.0.0",
+		Graders: []*grade.Definition{{Name: "always", New: func(json.RawMessage) (grade.Grader, error) { return passAll{}, nil }}}}
+	var out, errb bytes.Buffer
+	code := cli.MainWith(t.Context(), []string{"grade", r.changed, "--graders", graders, "--json"}, cli.Stdio{Out: &out, Err: &errb, Env: os.Environ()}, []plugin.Plugin{acme})
+	if code != 0 {
+		t.Fatalf("mst grade --graders with a plugin's grader: exit %d\n%s", code, errb.String())
+	}
+	// The new grade set's grades (gradesets/N.jsonl) carry the plugin
+	// grader's results.
+	found := false
+	filepath.WalkDir(r.changed, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && filepath.Base(filepath.Dir(path)) == "gradesets" && strings.HasSuffix(d.Name(), ".jsonl") {
+			if b, _ := os.ReadFile(path); strings.Contains(string(b), `"grader":"acme/grader/always"`) {
+				found = true
+			}
+		}
+		return nil
+	})
+	if !found {
+		t.Errorf("no stored grade holds a result of acme/grader/always under %s", r.changed)
+	}
+	code, _, stderr := mst(t, nil, "grade", r.changed, "--graders", graders)
+	if code != 2 || !strings.Contains(stderr, `unknown grader "acme/grader/always"`) {
+		t.Errorf("mst grade --graders without the plugin: exit %d, %s; want 2 naming the grader", code, stderr)
 	}
 }
