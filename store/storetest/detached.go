@@ -11,12 +11,13 @@ import (
 )
 
 // testDetached checks the records of detached runs, for a store that
-// keeps them (store.DetachedRecords); a store that does not is skipped
-// here, and the command line refuses --detach with it.
+// keeps them (store.DetachedRecords). A store that does not has nothing
+// to check here: the command line refuses --detach with it, saying so.
 func testDetached(t *testing.T, s store.Store) {
 	d, ok := s.(store.DetachedRecords)
 	if !ok {
-		t.Skipf("%T holds no detached runs", s)
+		t.Logf("%T holds no detached runs", s)
+		return
 	}
 	ctx := t.Context()
 	const eval = "weather ☀ eval"

@@ -28,8 +28,8 @@
 // the others check what any model must do (text or calls that name
 // offered tools, usage counted, the same answer from many goroutines at
 // once, a cancelled context honoured). A provider that cannot pass a case
-// says so in Config.Cannot, with the reason, and the case is skipped with
-// it.
+// says so in Config.Cannot, with the reason: the case still runs and must
+// still fail, so the entry goes once the provider is fixed.
 //
 // Call it from a test of the provider's package:
 //
