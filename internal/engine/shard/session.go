@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"reflect"
 	"sync"
 	"time"
 
@@ -17,7 +16,7 @@ import (
 // shardSession is the coordinator's side of one worker's connection, as
 // Serve runs it: what is known of the worker's shard and what the worker
 // asked for and reported, with one method per message a worker sends
-// (sessionHandlers). Its read loop (serve) owns every field but those
+// (handle). Its read loop (serve) owns every field but those
 // under mu, which the goroutines that wait for room and call places
 // write too.
 type shardSession struct {
@@ -90,39 +89,32 @@ func (c *Coordinator) bundleOf(shard int) *Bundle {
 	return bundle
 }
 
-// sessionHandler handles one message from the worker. A non-nil error
-// ends the session with it; errShardDone ends it with none.
-type sessionHandler func(s *shardSession, m any) error
-
-// sessionMethod makes a sessionHandler of a session method that takes one
-// message type.
-func sessionMethod[M any](h func(*shardSession, M) error) sessionHandler {
-	return func(s *shardSession, m any) error { return h(s, m.(M)) }
-}
-
-// sessionHandlers maps each message a worker may send to the session's
-// method for it. Any other message (one the coordinator sends, say) goes
-// to unexpected.
-var sessionHandlers = map[reflect.Type]sessionHandler{
-	reflect.TypeFor[*protocol.Hello]():       sessionMethod((*shardSession).hello),
-	reflect.TypeFor[*protocol.Acquire]():     sessionMethod((*shardSession).acquire),
-	reflect.TypeFor[*protocol.AcquireCall](): sessionMethod((*shardSession).acquireCall),
-	reflect.TypeFor[*protocol.ReleaseCall](): sessionMethod((*shardSession).releaseCall),
-	reflect.TypeFor[*protocol.NeedTokens]():  sessionMethod((*shardSession).needTokens),
-	reflect.TypeFor[*protocol.Trial]():       sessionMethod((*shardSession).trial),
-	reflect.TypeFor[*protocol.Graded]():      sessionMethod((*shardSession).graded),
-	reflect.TypeFor[*protocol.Heartbeat]():   sessionMethod((*shardSession).heartbeat),
-	reflect.TypeFor[*protocol.Done]():        sessionMethod((*shardSession).done),
-}
-
 // errShardDone is what the done handler returns when the worker ended
 // without an error: the session ends, and Serve returns no error.
 var errShardDone = errors.New("the worker said done")
 
-// handle passes one message to its handler.
+// handle passes one message from the worker to the session's method for
+// it; any other message (one the coordinator sends, say) is unexpected.
 func (s *shardSession) handle(m any) error {
-	if h, ok := sessionHandlers[reflect.TypeOf(m)]; ok {
-		return h(s, m)
+	switch m := m.(type) {
+	case *protocol.Hello:
+		return s.hello(m)
+	case *protocol.Acquire:
+		return s.acquire(m)
+	case *protocol.AcquireCall:
+		return s.acquireCall(m)
+	case *protocol.ReleaseCall:
+		return s.releaseCall(m)
+	case *protocol.NeedTokens:
+		return s.needTokens(m)
+	case *protocol.Trial:
+		return s.trial(m)
+	case *protocol.Graded:
+		return s.graded(m)
+	case *protocol.Heartbeat:
+		return s.heartbeat(m)
+	case *protocol.Done:
+		return s.done(m)
 	}
 	return s.unexpected(m)
 }
